@@ -1,0 +1,1 @@
+"""VQA training sets: the synthetic shapes world (``envs.data.shapes``) and real datasets."""

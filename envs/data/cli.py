@@ -1,0 +1,123 @@
+"""`vprl data shapes`: write the synthetic shapes VQA DatasetDict to disk, atomically."""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+PROG = "vprl data shapes"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        raise _UsageError(message)
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {n}")
+    return n
+
+
+def _fraction(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    if not 0.0 <= f <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {f}")
+    return f
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Generate the synthetic shapes VQA dataset "
+                "(a datasets.DatasetDict loadable with datasets.load_from_disk).")
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--train", type=_count, default=1000, help="train questions (1000)")
+    p.add_argument("--val", "--validation", dest="val", type=_count, default=200,
+                   help="validation questions (200)")
+    p.add_argument("--test", type=_count, default=200, help="test questions (200)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    p.add_argument("--overlap", action="store_true", help="let objects overlap")
+    p.add_argument("--clutter", type=_fraction, default=0.0,
+                   help="distractor strokes, specks and noise, 0..1 (0)")
+    p.add_argument("--families", default=None,
+                   help="comma-separated question families (default: all)")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return p
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise _UsageError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise _UsageError(f"--out {out} is not empty; pass --overwrite to replace it")
+
+
+def write(args) -> Path:
+    from envs.data.shapes import FAMILIES, build_dataset
+
+    families = None
+    if args.families:
+        families = [f.strip() for f in args.families.split(",") if f.strip()]
+        bad = sorted(set(families) - set(FAMILIES))
+        if bad:
+            raise _UsageError(f"unknown families {bad}; known: {', '.join(FAMILIES)}")
+    out = args.out.resolve()
+    _check_out(out, args.overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dd = build_dataset(train=args.train, validation=args.val, test=args.test, seed=args.seed,
+                       overlap=args.overlap, clutter=args.clutter, families=families,
+                       progress=not args.no_progress)
+    # Write beside the target, then swap it in with renames: a crash leaves either the
+    # old folder or the new one, never a half-written dataset under --out.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    old = None
+    try:
+        dd.save_to_disk(str(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the dataset should not be
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.rename(out, old / "data")
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not out.exists():
+            os.rename(old / "data", out)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        out = write(args)
+    except _UsageError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    n = args.train + args.val + args.test
+    print(f"wrote {n} questions to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
