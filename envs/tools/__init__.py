@@ -1,0 +1,27 @@
+"""Vision tools for model-written programs: the ImagePatch API and its backends.
+
+``build_namespace(backend)`` gives the globals a program runs with; backends are chosen
+by name from a registry (``shapes-cv``, the classical-vision default, is built in).
+"""
+from __future__ import annotations
+
+from envs.tools.backend import Backend, View
+from envs.tools.registry import available_backends, get_backend, register_backend
+
+register_backend("shapes-cv", "envs.tools.shapes_cv:ShapesCV")
+
+
+def build_namespace(backend: str = "shapes-cv", llm=None, **kwargs) -> dict:
+    """Fresh globals for one program: ImagePatch, ImageObject, bool_to_yesno,
+    best_image_match, distance, llm_query, coerce_to_numeric, math and typing names.
+
+    ``llm`` (callable question -> str) answers ``llm_query``; other keyword arguments go
+    to the backend factory.
+    """
+    from envs.tools.api import make_api
+
+    return make_api(get_backend(backend, **kwargs), llm=llm)
+
+
+__all__ = ["build_namespace", "register_backend", "get_backend", "available_backends",
+           "Backend", "View"]

@@ -1,0 +1,113 @@
+"""Answering phrases and simple questions from a list of perceived components.
+
+Shared by backends that perceive discrete objects with colour, shape and size (the
+component tuples of shapes_cv); nothing here looks at pixels.
+"""
+from __future__ import annotations
+
+import re
+
+from envs.tools.phrases import parse, value_of, words
+
+_QUESTION_WORDS = frozenset(
+    "what which who how many much is are does do can was were has have color colour colors "
+    "colours shape shapes size kind type there this it its object thing".split())
+_YESNO_START = frozenset("is are does do can was were has have".split())
+
+
+def matching(comps, phrase: str) -> list:
+    q = parse(phrase)
+    return [c for c in comps if q.accepts(c.color, c.shape, c.size)]
+
+
+def _main(comps):
+    """The component a crop is "about": the one covering most of it."""
+    return max(comps, key=lambda c: ((c.right - c.left) * (c.upper - c.lower), c.area))
+
+
+def _subject(comps, text_words: list[str], drop_attr: str | None = None):
+    """Components named by the question's object words (all of them when it names none)."""
+    kept = [w for w in text_words if w not in _QUESTION_WORDS]
+    if drop_attr:
+        kept = [w for w in kept if (value_of(w) or ("", ""))[0] != drop_attr]
+    q = parse(" ".join(kept))
+    if q.empty or q.unknown:
+        return list(comps)
+    found = [c for c in comps if q.accepts(c.color, c.shape, c.size)]
+    return found or list(comps)
+
+
+def verify(comps, object_name: str, prop: str) -> bool:
+    q = parse(prop)
+    if q.unknown or q.empty:
+        return False
+    subject = matching(comps, object_name) or list(comps)
+    return any(q.accepts(c.color, c.shape, c.size) for c in subject)
+
+
+def _asked_attr(ws: list[str]) -> str:
+    text = " ".join(ws)
+    if "color" in ws or "colour" in ws:
+        return "color"
+    if "size" in ws or re.search(r"\bhow (big|large|small)\b", text):
+        return "size"
+    return "shape"
+
+
+def _choose(comps, ws: list[str]) -> str | None:
+    """"Is the circle red or blue?" -> the option the subject has."""
+    i = ws.index("or")
+    left, right = value_of(ws[i - 1]) if i else None, value_of(ws[i + 1]) if i + 1 < len(ws) else None
+    if not left or not right or left[0] != right[0]:
+        return None
+    # Answer with what is seen, even when it is neither option: a wrong presupposition
+    # should show up as a wrong answer rather than a coin flip between the options.
+    return getattr(_main(_subject(comps, ws[: i - 1], drop_attr=left[0])), left[0])
+
+
+def simple_query(comps, question: str, shape_hw=None) -> str:
+    ws = words(question) or ["what", "is", "this"]
+    text = " ".join(ws)
+    yesno = ws[0] in _YESNO_START
+    if text.startswith("how many"):
+        rest = re.split(r"\b(are|is|in|there|do|does|can)\b", text[len("how many"):])[0]
+        return str(len(matching(comps, rest)))
+    if yesno and "or" in ws:
+        chosen = _choose(comps, ws) if comps else None
+        if chosen:
+            return chosen
+    if yesno:
+        kept = " ".join(w for w in ws if w not in _QUESTION_WORDS)
+        q = parse(kept)
+        if q.unknown:
+            return "no"
+        return "yes" if any(q.accepts(c.color, c.shape, c.size) for c in comps) else "no"
+    if not comps:
+        return "nothing"
+    attr = _asked_attr(ws)
+    return getattr(_main(_subject(comps, ws, drop_attr=attr)), attr)
+
+
+def match_score(comps, text: str, shape_hw=None) -> float:
+    q = parse(text)
+    if not comps:
+        return 0.0
+    best = max(q.score(c.color, c.shape, c.size) for c in comps)
+    if shape_hw is not None:  # prefer crops the matching object fills
+        h, w = shape_hw
+        m = _main(comps)
+        best += 1e-3 * (m.right - m.left) * (m.upper - m.lower) / max(1, h * w)
+    return float(best)
+
+
+def _article(text: str) -> str:
+    return ("an " if text[0] in "aeiou" else "a ") + text
+
+
+def describe(comps) -> str:
+    if not comps:
+        return "an empty image"
+    parts = [_article(f"{c.size} {c.color} {c.shape}") for c in comps]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{listed}, from left to right"
+
