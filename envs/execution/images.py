@@ -1,0 +1,75 @@
+"""Image inputs: normalisation to HxWx3 uint8 arrays, content keys, and the
+small per-worker image cache (mirrored by the parent so it knows what to send)."""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+
+import numpy as np
+
+WORKER_IMAGE_CACHE_BYTES = 32 * 1024 * 1024
+
+
+def to_array(image) -> np.ndarray:
+    """PIL image, HxWx3 (or HxW / HxWx4) uint8 array, or a path -> HxWx3 uint8 array."""
+    if isinstance(image, (str, os.PathLike)):
+        from PIL import Image, UnidentifiedImageError
+
+        path = os.fspath(image)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"image file not found: {path!r}; pass an existing image path")
+        try:
+            with Image.open(path) as img:
+                return np.ascontiguousarray(np.asarray(img.convert("RGB")))
+        except (UnidentifiedImageError, OSError) as exc:
+            raise ValueError(f"cannot read image {path!r} ({exc}); pass a PNG/JPEG file") from exc
+    if hasattr(image, "convert") and hasattr(image, "size") and not isinstance(image, np.ndarray):
+        return np.ascontiguousarray(np.asarray(image.convert("RGB")))
+    if isinstance(image, np.ndarray):
+        array = image
+        if array.dtype != np.uint8:
+            raise TypeError(f"image arrays must be uint8, got {array.dtype}; "
+                            "convert with array.astype(np.uint8)")
+        if array.ndim == 2:
+            array = np.stack([array] * 3, axis=-1)
+        elif array.ndim == 3 and array.shape[2] == 4:
+            array = array[:, :, :3]
+        if array.ndim != 3 or array.shape[2] != 3:
+            raise ValueError(f"image arrays must be HxWx3, got shape {image.shape}")
+        return np.ascontiguousarray(array)
+    raise TypeError(f"unsupported image type {type(image).__name__}; "
+                    "pass a PIL image, an HxWx3 uint8 numpy array or a file path")
+
+
+def image_key(array: np.ndarray) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(array.shape).encode())
+    digest.update(memoryview(array).cast("B"))
+    return digest.hexdigest()
+
+
+class ImageLRU:
+    """Byte-bounded LRU. The worker stores arrays; the parent runs the same
+    policy over sizes only, so both agree on what the worker holds."""
+
+    def __init__(self, max_bytes: int = WORKER_IMAGE_CACHE_BYTES):
+        self.max_bytes = max_bytes
+        self.items: OrderedDict[str, tuple[int, object]] = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key):
+        item = self.items.get(key)
+        if item is None:
+            return None
+        self.items.move_to_end(key)
+        return item[1]
+
+    def put(self, key, size: int, value=True) -> None:
+        if key in self.items:
+            self.bytes -= self.items.pop(key)[0]
+        self.items[key] = (size, value)
+        self.bytes += size
+        while self.bytes > self.max_bytes and len(self.items) > 1:
+            _, (old_size, _) = self.items.popitem(last=False)
+            self.bytes -= old_size

@@ -1,0 +1,291 @@
+"""The in-worker half of the sandbox: the world a program sees, and one run of it.
+
+A program gets a fresh globals dict per run: the tools namespace, a restricted
+copy of builtins, and read-only views of modules. Nothing it assigns survives
+into the next program; attribute changes on shared classes are undone after the
+run (see ``ClassGuard``).
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import resource
+import signal
+import time
+import types
+
+from .policy import ALLOWED_MODULES, DENIED_NAMES, attribute_refusal, module_refusal
+from .results import MAX_ANSWER_CHARS, cap_text, describe_exception, format_error, to_answer
+
+STDOUT_CAP = 4096
+STDOUT_MARKER = "\n...[output truncated: {} more characters]"
+PROGRAM_FILENAME = "<program>"
+
+
+class ProgramTimeout(BaseException):
+    """Raised into the program by the soft timer (SIGALRM) or the CPU limit (SIGXCPU)."""
+
+
+class ModuleView:
+    """Read-only stand-in for a module: no private names, no unlisted submodules,
+    no assignment. ``dataclasses.sys`` or ``numpy.f2py`` are what it hides."""
+
+    __slots__ = ("_module",)
+    _views: dict = {}
+
+    def __new__(cls, module):
+        view = cls._views.get(module.__name__)
+        if view is None:
+            view = object.__new__(cls)
+            object.__setattr__(view, "_module", module)
+            cls._views[module.__name__] = view
+        return view
+
+    def __getattr__(self, name):
+        module = object.__getattribute__(self, "_module")
+        if name == "__all__":  # for "from m import *"
+            names = getattr(module, "__all__", None) or list(vars(module))
+            return [n for n in names if attribute_refusal(n) is None]
+        reason = attribute_refusal(name)
+        if reason:
+            raise AttributeError(reason)
+        value = getattr(module, name)
+        if isinstance(value, types.ModuleType):
+            if value.__name__ not in ALLOWED_MODULES:
+                raise AttributeError(f"module '{value.__name__}' is not available to programs")
+            return ModuleView(value)
+        return value
+
+    def __setattr__(self, name, value):
+        raise AttributeError("modules are read-only inside programs")
+
+    def __delattr__(self, name):
+        raise AttributeError("modules are read-only inside programs")
+
+    def __dir__(self):
+        return [n for n in dir(object.__getattribute__(self, "_module")) if attribute_refusal(n) is None]
+
+    def __repr__(self):
+        return f"<module '{object.__getattribute__(self, '_module').__name__}'>"
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level:
+        raise ImportError("relative imports are not allowed")
+    reason = module_refusal(name)
+    if reason:
+        raise ImportError(reason)
+    module = importlib.import_module(name)
+    if fromlist:
+        return ModuleView(module)
+    return ModuleView(importlib.import_module(name.split(".")[0]))
+
+
+def _check_name(name):
+    if isinstance(name, str):
+        reason = attribute_refusal(name)
+        if reason:
+            raise AttributeError(reason)
+
+
+def _guarded_getattr(obj, name, *default):
+    _check_name(name)
+    return getattr(obj, name, *default)
+
+
+def _guarded_setattr(obj, name, value):
+    _check_name(name)
+    if isinstance(obj, (type, ModuleView)) and obj in _SHARED_CLASSES:
+        raise AttributeError("programs may not change tools or modules")
+    setattr(obj, name, value)
+
+
+def _guarded_delattr(obj, name):
+    _check_name(name)
+    if isinstance(obj, (type, ModuleView)) and obj in _SHARED_CLASSES:
+        raise AttributeError("programs may not change tools or modules")
+    delattr(obj, name)
+
+
+_SHARED_CLASSES: set = set()
+
+
+class CappedOutput:
+    """print() target that keeps the first ``cap`` characters and counts the rest."""
+
+    def __init__(self, cap: int = STDOUT_CAP):
+        self.cap = cap
+        self.parts: list[str] = []
+        self.size = 0
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        room = self.cap - self.size
+        if room > 0:
+            kept = text[:room]
+            self.parts.append(kept)
+            self.size += len(kept)
+            self.dropped += len(text) - len(kept)
+        else:
+            self.dropped += len(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        return out + STDOUT_MARKER.format(self.dropped) if self.dropped else out
+
+    def print(self, *args, sep=" ", end="\n", file=None, flush=False):
+        if self.size >= self.cap:  # full: count cheaply, don't format
+            self.dropped += 1
+            return
+        self.write((" " if sep is None else str(sep)).join(map(str, args))
+                   + ("\n" if end is None else str(end)))
+
+
+def make_builtins(output: CappedOutput) -> dict:
+    """A fresh restricted builtins dict (a copy per program, so a program that
+    rebinds ``len`` in it affects only itself)."""
+    safe = {k: v for k, v in vars(builtins).items()
+            if k not in DENIED_NAMES and not (k.startswith("__") and k != "__build_class__")}
+    safe.update(__import__=_guarded_import, getattr=_guarded_getattr,
+                setattr=_guarded_setattr, delattr=_guarded_delattr, print=output.print,
+                __name__="builtins")
+    return safe
+
+
+class ClassGuard:
+    """Snapshots of the classes programs share (tools, classes in allowed modules);
+    ``restore()`` undoes any change a program made to them."""
+
+    def __init__(self, namespace: dict):
+        classes = {v for v in namespace.values() if isinstance(v, type)}
+        for name in ALLOWED_MODULES:
+            module = importlib.import_module(name)
+            classes.update(v for v in vars(module).values() if isinstance(v, type))
+        # Only heap types without Py_TPFLAGS_IMMUTABLETYPE can be changed at all.
+        self.snapshots = [(cls, dict(vars(cls))) for cls in classes
+                          if cls.__flags__ & _HEAPTYPE and not cls.__flags__ & _IMMUTABLETYPE]
+        _SHARED_CLASSES.update(classes)
+
+    def restore(self) -> int:
+        changed = 0
+        for cls, snapshot in self.snapshots:
+            current = vars(cls)
+            if len(current) == len(snapshot) and all(
+                    current.get(k, _MISSING) is v for k, v in snapshot.items()):
+                continue
+            changed += 1
+            for key in [k for k in current if k not in snapshot]:
+                try:
+                    delattr(cls, key)
+                except (AttributeError, TypeError):
+                    pass
+            for key, value in snapshot.items():
+                if current.get(key, _MISSING) is not value:
+                    try:
+                        setattr(cls, key, value)
+                    except (AttributeError, TypeError):
+                        pass
+        return changed
+
+
+_MISSING = object()
+_IMMUTABLETYPE, _HEAPTYPE = 1 << 8, 1 << 9
+
+
+def wrap_namespace(namespace: dict) -> dict:
+    return {k: (ModuleView(v) if isinstance(v, types.ModuleType) else v)
+            for k, v in namespace.items()}
+
+
+class SoftTimer:
+    """SIGALRM / SIGXCPU raise ProgramTimeout inside the program. This recovers
+    Python-level loops without losing the warm worker; the parent's SIGKILL
+    remains the guarantee for loops stuck in C or programs that swallow it."""
+
+    def __init__(self):
+        self.armed = False
+        self.fired = None
+        signal.signal(signal.SIGALRM, self._on_signal)
+        signal.signal(signal.SIGXCPU, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        if self.armed:
+            self.fired = self.fired or ("CPU time limit exceeded" if signum == signal.SIGXCPU
+                                        else "wall-clock time limit exceeded")
+            raise ProgramTimeout(self.fired)
+
+    def arm(self, timeout_s: float, cpu_time_s: float | None):
+        self.fired = None
+        if cpu_time_s:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            used = usage.ru_utime + usage.ru_stime
+            soft = int(used + cpu_time_s) + 1
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, max(timeout_s, 0.001))
+
+    def disarm(self):
+        self.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _program_line(tb) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    line = _program_line(exc.__traceback__)
+    if isinstance(exc, ProgramTimeout):
+        return "timeout", format_error(f"Timeout: {exc}")
+    if isinstance(exc, MemoryError):
+        return "memory_limit", describe_exception(exc, line)
+    if isinstance(exc, AssertionError):
+        return "assertion_error", describe_exception(exc, line)
+    return "runtime_error", describe_exception(exc, line)
+
+
+def run_program(report, namespace: dict, image, entry: str, timer: SoftTimer,
+                timeout_s: float, cpu_time_s: float | None, guard: ClassGuard | None) -> dict:
+    """Run one checked program on one image; returns the result as a plain dict."""
+    output = CappedOutput()
+    globals_ = wrap_namespace(namespace)
+    globals_["__builtins__"] = make_builtins(output)
+    globals_["__name__"] = "__program__"
+    outcome = {"status": "ok", "answer": None, "error": None, "raw_type": None}
+    start = time.perf_counter()
+    try:
+        try:
+            timer.arm(timeout_s, cpu_time_s)
+            exec(report.code, globals_)
+            function = globals_.get(entry)
+            if not callable(function):
+                outcome.update(status="compile_error", error=format_error(
+                    f"the program does not define {entry}(image)"))
+            else:
+                value = function(image)
+                outcome["raw_type"] = type(value).__name__
+                answer = to_answer(value)
+                outcome["answer"] = None if answer is None else cap_text(answer, MAX_ANSWER_CHARS)
+        finally:
+            timer.disarm()
+    except BaseException as exc:  # noqa: B036 - the program may raise anything
+        status, error = classify(exc)
+        outcome.update(status=status, error=error, answer=None)
+        exc.__traceback__ = None
+    if timer.fired and outcome["status"] != "timeout":
+        # The program swallowed the timeout (a bare except); it still timed out.
+        outcome.update(status="timeout", answer=None, error=format_error(f"Timeout: {timer.fired}"))
+    if guard is not None and report.mutates_attributes:
+        guard.restore()
+    outcome["duration_s"] = time.perf_counter() - start
+    outcome["stdout"] = output.text()
+    return outcome
