@@ -56,6 +56,7 @@ def _asked_attr(ws: list[str]) -> str:
 
 def _choose(comps, ws: list[str]) -> str | None:
     """"Is the circle red or blue?" -> the option the subject has."""
+    ws = [w for w in ws if w not in ("a", "an", "the")]
     i = ws.index("or")
     left, right = value_of(ws[i - 1]) if i else None, value_of(ws[i + 1]) if i + 1 < len(ws) else None
     if not left or not right or left[0] != right[0]:

@@ -1,10 +1,10 @@
 """shapes-cv: classical perception of rendered shape scenes, from the pixels alone.
 
 Pipeline per (image, crop): nearest-colour labelling of every pixel against the palette
-plus the background (estimated from the full image's border); a one-pixel erosion that
-keeps a pixel only when its four neighbours carry its label, which removes thin clutter
-strokes and separates touching objects of different colours; connected components;
-then colour from the label, shape from fill ratio and top/bottom symmetry, size from
+plus the background (estimated from the full image's border); an erosion that
+keeps a pixel only when its four neighbours carry its label (twice), which removes thin
+clutter strokes and separates touching objects of different colours; connected components;
+then colour from the label, shape from corner occupancy and fill ratio, size from
 extent.  It never sees a scene graph.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ _BACKGROUNDS: "OrderedDict[str, tuple]" = OrderedDict()
 _MAX_CACHED = 2048
 
 # Thresholds in pixels of a 256-pixel canvas, scaled with the image.
-MIN_AREA, MIN_SIDE, MIN_FILL = 35, 5, 0.3
+MIN_AREA, MIN_SIDE, MIN_FILL = 30, 4, 0.3
+ERODE = 2  # px: removes clutter strokes up to 4 px wide, keeps 24-px shapes whole
 SIZE_SPLIT = HALF_EXTENT["small"] + HALF_EXTENT["large"]  # between the two diameters
 SQUARE_FILL, CIRCLE_FILL, TRIANGLE_SYMMETRY = 0.9, 0.64, 0.55
 
@@ -57,13 +58,42 @@ def background(view: View) -> tuple:
     return _remember(_BACKGROUNDS, view.digest, tuple(int(v) for v in np.median(border, 0)))
 
 
-def _classify(fill: float, mask: np.ndarray) -> str:
-    if fill >= SQUARE_FILL:
+def _corner_fill(mask: np.ndarray) -> tuple:
+    """Occupancy of the four corner windows (top-left, top-right, bottom-left,
+    bottom-right): empty for a circle, full for a square, full only at the bottom for an
+    upright triangle -- and, unlike the fill ratio, mostly unchanged when a neighbour
+    bites off part of the shape."""
+    h, w = mask.shape
+    c = max(2, round(0.15 * min(h, w)))
+    return (mask[:c, :c].mean(), mask[:c, -c:].mean(), mask[-c:, :c].mean(), mask[-c:, -c:].mean())
+
+
+def _trim(mask: np.ndarray, frac: float = 0.015) -> np.ndarray:
+    """Drop rows/columns holding the outermost ``frac`` of the pixels on each side, so a
+    speck or stroke stuck to a shape does not stretch the box the features use."""
+    def bounds(proj):
+        cum = np.cumsum(proj)
+        cut = frac * cum[-1]
+        return int(np.searchsorted(cum, cut, side="right")), int(np.searchsorted(cum, cum[-1] - cut)) + 1
+    r0, r1 = bounds(mask.sum(1))
+    c0, c1 = bounds(mask.sum(0))
+    return mask[r0:r1, c0:c1] if r1 - r0 >= 3 and c1 - c0 >= 3 else mask
+
+
+def _classify(mask: np.ndarray) -> str:
+    mask = _trim(mask)
+    fill = mask.mean()
+    tl, tr, bl, br = _corner_fill(mask)
+    full = [v > 0.6 for v in (tl, tr, bl, br)]
+    if sum(full) >= 3 or fill >= SQUARE_FILL:
         return "square"
+    if bl > 0.6 and br > 0.6 and tl < 0.25 and tr < 0.25:
+        return "triangle"
+    if max(tl, tr, bl, br) < 0.25 and fill >= CIRCLE_FILL:
+        return "circle"
     rows = mask.sum(1)
     half = len(rows) // 2
-    top, bottom = rows[:half].sum(), rows[len(rows) - half:].sum()
-    symmetry = top / max(bottom, 1)
+    symmetry = rows[:half].sum() / max(rows[len(rows) - half:].sum(), 1)
     if fill < CIRCLE_FILL or symmetry < TRIANGLE_SYMMETRY:
         return "triangle"
     return "circle"
@@ -81,6 +111,18 @@ def segment(image: np.ndarray, bg: tuple, ref: int) -> tuple:
     keep[:-1] &= lab_color[:-1] == lab_color[1:]
     keep[:, 1:] &= lab_color[:, 1:] == lab_color[:, :-1]
     keep[:, :-1] &= lab_color[:, :-1] == lab_color[:, 1:]
+    for i in range(ERODE):
+        # Outside the array counts as background, so an object filling a tight crop
+        # erodes exactly as it does in the full image.
+        keep[:i + 1] = keep[-i - 1:] = False
+        keep[:, :i + 1] = keep[:, -i - 1:] = False
+        if i + 1 < ERODE:
+            inner = keep.copy()
+            inner[1:] &= keep[:-1]
+            inner[:-1] &= keep[1:]
+            inner[:, 1:] &= keep[:, :-1]
+            inner[:, :-1] &= keep[:, 1:]
+            keep = inner
     lab, n = ndimage.label(keep)
     if n == 0:
         return ()
@@ -97,11 +139,12 @@ def segment(image: np.ndarray, bg: tuple, ref: int) -> tuple:
             continue
         mask = lab[sl] == k
         color = _NAMES[int(lab_color[sl][mask][0])]
-        # The erosion took one pixel off every side; give it back for boxes and size.
-        r0, r1, c0, c1 = max(0, r0 - 1), min(h, r1 + 1), max(0, c0 - 1), min(w, c1 + 1)
+        # The erosion took ERODE pixels off every side; give them back for boxes and size.
+        e = ERODE
+        r0, r1, c0, c1 = max(0, r0 - e), min(h, r1 + e), max(0, c0 - e), min(w, c1 + e)
         size = "large" if max(r1 - r0, c1 - c0) >= SIZE_SPLIT * s else "small"
         out.append(Component(c0, h - r1, c1, h - r0, int(areas[k]), color,
-                             _classify(fill, mask), size))
+                             _classify(mask), size))
     out.sort(key=lambda c: (c.left, -c.upper))
     return tuple(out)
 
