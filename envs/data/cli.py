@@ -67,6 +67,8 @@ def _check_out(out: Path, overwrite: bool) -> None:
 
 
 def write(args) -> Path:
+    import datasets
+
     from envs.data.shapes import FAMILIES, build_dataset
 
     families = None
@@ -78,9 +80,21 @@ def write(args) -> Path:
     out = args.out.resolve()
     _check_out(out, args.overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
-    dd = build_dataset(train=args.train, validation=args.val, test=args.test, seed=args.seed,
-                       overlap=args.overlap, clutter=args.clutter, families=families,
-                       progress=not args.no_progress)
+    quiet = args.no_progress and datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()
+    try:
+        dd = build_dataset(train=args.train, validation=args.val, test=args.test,
+                           seed=args.seed, overlap=args.overlap, clutter=args.clutter,
+                           families=families, progress=not args.no_progress)
+        _save_atomically(dd, out)
+    finally:
+        if quiet:
+            datasets.enable_progress_bars()
+    return out
+
+
+def _save_atomically(dd, out: Path) -> None:
     # Write beside the target, then swap it in with renames: a crash leaves either the
     # old folder or the new one, never a half-written dataset under --out.
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -102,7 +116,6 @@ def write(args) -> Path:
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    return out
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from envs.data.scene import Obj, Scene, as_random, fits, place, sample_scene
-from envs.data.spec import answer_spec, matches, well_defined
+from envs.data.spec import answer_spec, coerce, matches, well_defined
 from envs.data.vocab import ATTRIBUTES, NUMBER_WORDS
 
 # Round-robin order: the three perturbations the issue names come first.
@@ -36,12 +36,14 @@ def _with(scene: Scene, objects: list[Obj]) -> Scene:
     return s
 
 
-def _edit(scene: Scene, i: int, rng: random.Random, overlap: bool, **changes) -> Scene | None:
+def _edit(scene: Scene, i: int, rng: random.Random, overlap: bool, relocate: bool = True,
+          **changes) -> Scene | None:
+    """Change object ``i``; when it no longer fits, move it elsewhere (relocate) or give up."""
     objs = [Obj(**vars(o)) for o in scene.objects]
     new = Obj(**{**vars(objs[i]), **changes})
     rest = objs[:i] + objs[i + 1:]
     if not fits(new, rest, scene.size, overlap):
-        new = place(new, rest, rng, scene.size, overlap)
+        new = place(new, rest, rng, scene.size, overlap) if relocate else None
         if new is None:
             return None
     objs[i] = new
@@ -69,10 +71,10 @@ def _targeted(spec: dict, scene: Scene, rng: random.Random, overlap: bool) -> di
         for j in queried:
             if j != i:
                 p = scene.objects[j]
-                out["move"].append(_edit(scene, i, rng, overlap, x=2 * p.x - o.x))
-                out["move"].append(_edit(scene, i, rng, overlap, y=2 * p.y - o.y))
-        out["move"].append(_edit(scene, i, rng, overlap, x=float(n) - o.x))
-        out["move"].append(_edit(scene, i, rng, overlap, y=float(n) - o.y))
+                out["move"].append(_edit(scene, i, rng, overlap, False, x=2 * p.x - o.x))
+                out["move"].append(_edit(scene, i, rng, overlap, False, y=2 * p.y - o.y))
+        out["move"].append(_edit(scene, i, rng, overlap, False, x=float(n) - o.x))
+        out["move"].append(_edit(scene, i, rng, overlap, False, y=float(n) - o.y))
     for d in descs:
         # A distractor that shares all but one attribute with a description.
         for i in others:
@@ -94,6 +96,7 @@ def counterfactual_scenes(spec: dict, scene: Scene, m: int, rng) -> list[Scene]:
     well defined: targeted perturbations first (round-robin over KINDS), then fresh
     random scenes with the same clutter.  Fewer than ``m`` only for specs so narrow that
     ~100*m attempts do not find enough."""
+    spec, scene = coerce(spec, scene)
     rng = as_random(rng)
     overlap = _allows_overlap(scene)
     pools = _targeted(spec, scene, rng, overlap)
@@ -149,6 +152,7 @@ def logical_accuracy(program_answers: list, spec: dict, scenes: list[Scene]) -> 
     """Fraction of ``scenes`` on which the program's answer equals the ground truth of
     ``spec``.  ``program_answers[i]`` is the program's answer on ``render(scenes[i])``;
     None (a failed run) counts as wrong."""
+    scenes = [s if isinstance(s, Scene) else Scene.from_json(s) for s in scenes]
     if len(program_answers) != len(scenes):
         raise ValueError(f"{len(program_answers)} answers for {len(scenes)} scenes")
     if not scenes:
@@ -161,6 +165,7 @@ def logical_report(original_answer, spec: dict, scene: Scene, cf_answers: list,
                    cf_scenes: list[Scene]) -> dict:
     """accuracy on the original scene, logical_accuracy over the counterfactuals, and
     right_for_wrong_reasons = correct on the original but logical accuracy < 1."""
+    spec, scene = coerce(spec, scene)
     acc = float(normalize(original_answer) == answer_spec(spec, scene))
     lacc = logical_accuracy(cf_answers, spec, cf_scenes)
     return {"accuracy": acc, "logical_accuracy": lacc,
@@ -174,3 +179,20 @@ def counterfactual_items(spec: dict, scene: Scene, m: int, rng, size: int = 256)
 
     return [{"scene": s, "image": render(s, size), "answer": answer_spec(spec, s)}
             for s in counterfactual_scenes(spec, scene, m, rng)]
+
+
+def logical_eval(spec, scene, answer_fn, m: int = 8, seed: int = 0) -> dict:
+    """logical_report for one question, running the program once, batched.
+
+    ``answer_fn(images) -> answers`` runs the program on a list of PIL images (the original
+    first) and returns one answer (str, or None for a failed run) per image -- e.g.
+    ``lambda ims: [r.answer for r in executor.run([program] * len(ims), ims)]``.
+    """
+    from envs.data.render import render
+
+    spec, scene = coerce(spec, scene)
+    cfs = counterfactual_scenes(spec, scene, m, random.Random(f"vprl-cf:{seed}"))
+    answers = list(answer_fn([render(scene, scene.size)] + [render(s, s.size) for s in cfs]))
+    if len(answers) != len(cfs) + 1:
+        raise ValueError(f"answer_fn returned {len(answers)} answers for {len(cfs) + 1} images")
+    return logical_report(answers[0], spec, scene, answers[1:], cfs)

@@ -9,7 +9,7 @@ import json
 import random
 
 from envs.data.counterfactual import (counterfactual_items, counterfactual_scenes,
-                                      logical_accuracy, logical_report)
+                                      logical_accuracy, logical_eval, logical_report)
 from envs.data.questions import sample_question
 from envs.data.render import png_bytes, render
 from envs.data.scene import Obj, Scene, as_random, sample_scene
@@ -19,7 +19,7 @@ from envs.data.vocab import COLORS, SHAPES, SIZES
 __all__ = [
     "Obj", "Scene", "sample_scene", "render", "sample_question", "answer_spec", "well_defined",
     "UndefinedQuestion", "build_dataset", "generate_rows", "counterfactual_scenes",
-    "counterfactual_items", "logical_accuracy", "logical_report", "FAMILIES", "COLORS",
+    "counterfactual_items", "logical_accuracy", "logical_eval", "logical_report", "FAMILIES", "COLORS",
     "SHAPES", "SIZES", "features",
 ]
 

@@ -8,6 +8,8 @@ REL_MARGIN along the axis is neither true nor false, and a question that depends
 """
 from __future__ import annotations
 
+import json
+
 from envs.data.scene import Obj, Scene
 
 REL_MARGIN = 10  # px on a 256 canvas
@@ -84,8 +86,17 @@ def _yesno(v: bool | None, spec: dict) -> str:
     return "yes" if v else "no"
 
 
+def coerce(spec, scene) -> tuple[dict, Scene]:
+    """Accept the dataset's JSON columns as well as parsed values."""
+    spec = json.loads(spec) if isinstance(spec, str) else spec
+    scene = scene if isinstance(scene, Scene) else Scene.from_json(scene)
+    return spec, scene
+
+
 def answer_spec(spec: dict, scene: Scene) -> str:
-    """The ground-truth answer of ``spec`` on ``scene``; raises UndefinedQuestion."""
+    """The ground-truth answer of ``spec`` on ``scene``; raises UndefinedQuestion.
+    Both may also be given as the dataset's JSON strings."""
+    spec, scene = coerce(spec, scene)
     f = spec["family"]
     if f == "existence":
         return _yesno(bool(select(scene, spec["obj"])), spec)

@@ -4,8 +4,10 @@ import random
 import numpy as np
 import pytest
 
+import json
+
 from envs.data.counterfactual import (counterfactual_items, counterfactual_scenes,
-                                      logical_accuracy, logical_report, normalize)
+                                      logical_accuracy, logical_eval, logical_report, normalize)
 from envs.data.questions import sample_question
 from envs.data.render import render
 from envs.data.scene import Obj, Scene, fits, sample_scene
@@ -112,3 +114,22 @@ def test_logical_accuracy_helpers(scene):
 
 def test_normalize():
     assert normalize("Two") == "2" and normalize("True") == "yes" and normalize("a circle") == "circle"
+
+
+def test_logical_eval_batches_one_program_over_all_images(scene):
+    calls = []
+
+    def answer_fn(images):
+        calls.append(len(images))
+        return [run_on_image(RIGHT_FOR_WRONG_REASONS, im) for im in images]
+
+    # the dataset's JSON columns work as well as parsed values
+    report = logical_eval(json.dumps(SPEC), scene.to_json(), answer_fn, m=8, seed=0)
+    assert calls == [9] and report["n_counterfactuals"] == 8
+    assert report["right_for_wrong_reasons"] is True
+
+
+def run_on_image(program: str, image) -> str:
+    ns = build_namespace("shapes-cv")
+    exec(program, ns)
+    return ns["execute_command"](np.asarray(image))
