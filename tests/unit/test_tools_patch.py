@@ -152,3 +152,33 @@ def test_registry_errors():
         get_backend("no-such-backend")
     with pytest.raises(ValueError, match="already registered"):
         register_backend("shapes-cv", object)
+
+
+def test_tools_need_no_imports_after_the_first_namespace():
+    """Sandbox workers forbid imports once warmed up by one build_namespace call."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent('''
+        import builtins, sys, numpy as np
+        from envs.data.render import render
+        from envs.data.scene import Obj, Scene
+        from envs.tools import build_namespace
+        img = np.asarray(render(Scene([Obj("circle", "red", "large", 60.0, 60.0)])))
+        build_namespace("shapes-cv")
+        real = builtins.__import__
+        def locked(name, *a, **k):
+            if name not in sys.modules:
+                raise ImportError("import after lockdown: " + name)
+            return real(name, *a, **k)
+        builtins.__import__ = locked
+        ns = build_namespace("shapes-cv")
+        p = ns["ImagePatch"](img)
+        assert [q.simple_query("What color is this?") for q in p.find("object")] == ["red"]
+        assert p.verify_property("circle", "large") and ns["ImageObject"](img).describe()
+        p.crop_left_of_bbox(100, 0, 120, 10).simple_query("How many circles are there?")
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
