@@ -11,28 +11,17 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import pickle
-import selectors
 import threading
-import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import replace
 
+from .dispatch import Batch, ExecutorError
 from .images import image_key, to_array
 from .policy import check_program
 from .results import ExecutionResult, format_error
 from .workers import WorkerHandle
 
 DEFAULT_NAMESPACE_FACTORY = "envs.tools:build_namespace"
-# Time beyond timeout_s before the parent kills a worker: the worker's own soft
-# timer normally answers first, and keeping it alive avoids a cold restart.
-KILL_GRACE_S = 1.0
-STARTUP_TIMEOUT_S = 120.0
-MAX_ATTEMPTS = 2  # a task whose worker dies before running it is retried once
-
-
-class ExecutorError(RuntimeError):
-    """The sandbox itself cannot run (workers fail to start), as opposed to a program failing."""
 
 
 class Executor:
@@ -77,6 +66,17 @@ class Executor:
             raise ExecutorError("an Executor cannot be used after fork; create one in this process")
         with self._lock:
             return self._run(list(programs), list(images), entry, progress)
+
+    def wait_ready(self) -> "Executor":
+        """Block until every worker has warmed up (run() does not need this; it
+        starts on whichever workers are ready). Raises ExecutorError if they cannot start."""
+        with self._lock:
+            Batch(self, {}, {}, None).run(until_ready=True)
+        return self
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return [w.pid for w in self._pool if w.state != "dead"]
 
     def close(self) -> None:
         self._closed = True
@@ -129,7 +129,7 @@ class Executor:
             tasks.setdefault(key, []).append(i)
         if tasks:
             bar = _progress_bar(len(tasks)) if progress else None
-            done = self._dispatch(tasks, arrays, entry, bar)
+            done = Batch(self, tasks, arrays, entry, bar).run()
             for key, result in done.items():
                 self._remember(key, result)
                 for i in tasks[key]:
@@ -158,148 +158,7 @@ class Executor:
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    # --------------------------------------------------------------- dispatch
-    def _dispatch(self, tasks, arrays, entry, bar):
-        queue = deque(tasks)
-        attempts = dict.fromkeys(tasks, 0)
-        done: dict[tuple, ExecutionResult] = {}
-        selector = selectors.DefaultSelector()
-        registered: set[int] = set()
-        try:
-            while queue or any(w.state == "busy" for w in self._pool):
-                for worker in self._pool:
-                    if worker.read_fd not in registered and worker.state != "dead":
-                        selector.register(worker.read_fd, selectors.EVENT_READ, worker)
-                        registered.add(worker.read_fd)
-                for worker in self._pool:
-                    if worker.state == "idle" and queue:
-                        key = queue.popleft()
-                        attempts[key] += 1
-                        if not self._send_task(worker, key, arrays, entry):
-                            self._lost(worker, key, queue, attempts, done, selector, registered)
-                timeout = self._next_wakeup()
-                for selkey, _ in selector.select(timeout):
-                    self._on_readable(selkey.data, queue, attempts, done, arrays, entry,
-                                      selector, registered, bar)
-                self._enforce_deadlines(queue, attempts, done, selector, registered)
-        finally:
-            selector.close()
-            for worker in self._pool:  # interrupted mid-batch: busy workers are unusable
-                if worker.state == "busy":
-                    self._replace(worker)
-        return done
-
-    def _send_task(self, worker, key, arrays, entry) -> bool:
-        pkey, ikey, _ = key
-        code, mutates = self._checks[pkey]
-        cached = worker.images.get(ikey) is not None
-        array = arrays[ikey]
-        payload = pickle.dumps({
-            "id": pkey + ikey, "code": code, "mutates_attributes": mutates,
-            "image_key": ikey, "image": None if cached else array, "entry": entry,
-        }, protocol=pickle.HIGHEST_PROTOCOL)
-        worker.images.put(ikey, array.nbytes)
-        worker.task = key
-        worker.state = "busy"
-        worker.deadline = time.monotonic() + self.timeout_s + KILL_GRACE_S
-        return worker.send(payload, worker.deadline)
-
-    def _next_wakeup(self):
-        now = time.monotonic()
-        times = [w.deadline for w in self._pool if w.state == "busy"]
-        times += [w.started_at + STARTUP_TIMEOUT_S for w in self._pool if w.state == "starting"]
-        return max(0.0, min(times) - now) if times else 1.0
-
-    def _on_readable(self, worker, queue, attempts, done, arrays, entry, selector, registered, bar):
-        try:
-            frames = worker.read()
-        except ValueError:  # malformed reply: treat the worker as compromised
-            frames = None
-        if frames is None:
-            self._lost(worker, worker.task, queue, attempts, done, selector, registered)
-            return
-        for frame in frames:
-            if worker.state == "starting":
-                self._on_startup_frame(worker, frame, selector, registered)
-            elif "need_image" in frame and worker.state == "busy":
-                worker.images.items.pop(worker.task[1], None)
-                if not self._send_task(worker, worker.task, arrays, entry):
-                    self._lost(worker, worker.task, queue, attempts, done, selector, registered)
-            elif worker.state == "busy":
-                done[worker.task] = ExecutionResult.from_dict(frame)
-                self.stats["executed"] += 1
-                if bar is not None:
-                    bar.update(1)
-                worker.task, worker.deadline = None, None
-                worker.state = "idle"
-                if frame.get("recycle"):
-                    self._replace(worker, selector, registered)
-                    return
-
-    def _on_startup_frame(self, worker, frame, selector, registered):
-        if frame.get("ready"):
-            worker.state = "idle"
-            worker.info = frame
-            self._ever_ready = True
-            self.sandbox_layers = list(frame.get("layers") or [])
-            self._warn_once(frame.get("warnings") or [])
-            return
-        message = frame.get("fatal", "unknown startup failure")
-        self._unregister(worker, selector, registered)
-        worker.kill()
-        raise ExecutorError(f"sandbox worker failed to start: {message}")
-
-    def _warn_once(self, messages):
-        import warnings
-
-        for message in messages:
-            if message not in self.sandbox_warnings:
-                self.sandbox_warnings.append(message)
-                warnings.warn(f"vprl sandbox: {message}", RuntimeWarning, stacklevel=4)
-
-    def _enforce_deadlines(self, queue, attempts, done, selector, registered):
-        now = time.monotonic()
-        for worker in list(self._pool):
-            if worker.state == "busy" and now >= worker.deadline:
-                key = worker.task
-                self.stats["timeouts_killed"] += 1
-                done[key] = ExecutionResult(
-                    "timeout", None,
-                    format_error(f"Timeout: the program ran longer than {self.timeout_s:g} s"),
-                    self.timeout_s + KILL_GRACE_S, None)
-                self._replace(worker, selector, registered)
-            elif worker.state == "starting" and now >= worker.started_at + STARTUP_TIMEOUT_S:
-                self._replace(worker, selector, registered)
-                raise ExecutorError(f"sandbox worker did not start within {STARTUP_TIMEOUT_S:g} s")
-
-    def _lost(self, worker, key, queue, attempts, done, selector, registered):
-        """The worker died (or sent garbage). Its task is retried once, then fails."""
-        was_starting = worker.state == "starting"
-        how = worker.exit_description()
-        self._replace(worker, selector, registered)
-        if was_starting:
-            if not self._ever_ready:
-                raise ExecutorError(f"sandbox worker {how} during start-up; run with "
-                                    "Executor(debug=True) to see its stderr")
-            return
-        if key is None:
-            return  # an idle worker exited on its own (recycling): nothing lost
-        if attempts[key] < MAX_ATTEMPTS:
-            # Maybe not the program's fault (killed from outside, OOM killer):
-            # one more try on a fresh worker tells the two apart.
-            queue.appendleft(key)
-            return
-        done[key] = ExecutionResult(
-            "runtime_error", None,
-            format_error(f"the program crashed the sandbox worker (it {how})"), 0.0, None)
-
-    def _unregister(self, worker, selector, registered):
-        if selector is not None and worker.read_fd in registered:
-            selector.unregister(worker.read_fd)
-            registered.discard(worker.read_fd)
-
-    def _replace(self, worker, selector=None, registered=None):
-        self._unregister(worker, selector, registered)
+    def _replace(self, worker):
         worker.kill()
         self.stats["worker_restarts"] += 1
         if not self._closed and worker in self._pool:

@@ -8,9 +8,11 @@ run (see ``ClassGuard``).
 from __future__ import annotations
 
 import builtins
+import dis
 import importlib
 import resource
 import signal
+import sys
 import time
 import types
 
@@ -70,6 +72,14 @@ class ModuleView:
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    caller = sys._getframe(1)
+    if caller.f_code.co_filename != PROGRAM_FILENAME \
+            or caller.f_code.co_code[caller.f_lasti] != _IMPORT_NAME:
+        # Not an import statement of the program: C code (numpy's lazy
+        # ``numpy._core._methods``, for one) imports through the builtins of
+        # the calling frame, which are ours. It needs the real module, and the
+        # program never sees the value, so this goes to the real import.
+        return _real_import(name, globals, locals, fromlist, level)
     if level:
         raise ImportError("relative imports are not allowed")
     reason = module_refusal(name)
@@ -79,6 +89,10 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if fromlist:
         return ModuleView(module)
     return ModuleView(importlib.import_module(name.split(".")[0]))
+
+
+_real_import = builtins.__import__
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 
 def _check_name(name):
@@ -226,7 +240,10 @@ class SoftTimer:
             soft = int(used + cpu_time_s) + 1
             resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
         self.armed = True
-        signal.setitimer(signal.ITIMER_REAL, max(timeout_s, 0.001))
+        # Re-fire every 0.1 s: a program that swallows the first ProgramTimeout
+        # and then finishes still ends early; one that swallows forever is
+        # SIGKILLed by the parent.
+        signal.setitimer(signal.ITIMER_REAL, max(timeout_s, 0.001), 0.1)
 
     def disarm(self):
         self.armed = False
