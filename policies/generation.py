@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from policies.kv import cache_of, forward
+
 # Any line that starts at column 0 after the header lies outside `execute_command`.
 _PROGRAM_END = re.compile(r"\n\S")
 
@@ -107,7 +109,7 @@ class HFGenerator:
         cache = self._prefix_cache.get(prefix)
         if cache is None:
             ids = torch.tensor([prefix])
-            cache = self.model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+            cache = cache_of(forward(self.model, input_ids=ids, use_cache=True, logits_to_keep=1))
             self._prefix_cache = {prefix: cache}  # one entry: prompts share one prefix
         return copy.deepcopy(cache)
 
@@ -133,11 +135,11 @@ class HFGenerator:
         if p:
             past = self._prefix_kv(tuple(token_rows[0][:p]))
             past.batch_repeat_interleave(b)
-        logits = model(
-            input_ids=suffix_ids, attention_mask=mask, position_ids=positions[:, p:],
-            past_key_values=past, use_cache=True, logits_to_keep=1,
+        logits = forward(
+            model, past, input_ids=suffix_ids, attention_mask=mask, position_ids=positions[:, p:],
+            use_cache=True, logits_to_keep=1,
         )
-        past = logits.past_key_values
+        past = cache_of(logits)
         next_logits = logits.logits[:, -1]
         last_pos = positions[:, -1]
 
@@ -174,11 +176,11 @@ class HFGenerator:
                 alive = [alive[j] for j in keep]
             mask = torch.cat([mask, torch.ones((len(alive), 1), dtype=torch.long)], dim=1)
             last_pos = last_pos + 1
-            out = model(
-                input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None],
-                past_key_values=past, use_cache=True,
+            out = forward(
+                model, past, input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None],
+                use_cache=True,
             )
-            past = out.past_key_values
+            past = cache_of(out)
             next_logits = out.logits[:, -1]
 
         samples = []

@@ -1,0 +1,61 @@
+"""Built-in rewards: correctness (the dataset's metric), executes (code pass), format."""
+
+from __future__ import annotations
+
+import ast
+
+from rewards.programs import program_from
+from rewards.registry import register
+
+
+def _execute(prompts, completions, image):
+    from envs.execution import shared_executor
+
+    programs = [program_from(p, c) for p, c in zip(prompts, completions)]
+    # The trainer runs every program before scoring, so this is a cache read there;
+    # called from TRL it runs them once for all rewards that share the executor.
+    return shared_executor().run(programs, list(image))
+
+
+@register("correctness")
+def correctness(prompts, completions, image=None, answer=None, answers=None, metric="gqa_accuracy", **_):
+    """The task metric of the program's answer on the question's image (Khan et al., ViUniT Eq. 9)."""
+    from rewards.metrics import get_metric
+
+    if image is None or (answer is None and answers is None):
+        return [None] * len(completions)
+    score = get_metric(metric)
+    results = _execute(prompts, completions, image)
+    out = []
+    for i, result in enumerate(results):
+        if result.status != "ok" or result.answer is None:
+            out.append(0.0)
+            continue
+        multi = metric in ("vqa_soft_accuracy", "anls")
+        target = (answers[i] if answers is not None else [answer[i]]) if multi else (
+            answer[i] if answer is not None else answers[i][0])
+        out.append(float(score(result.answer, target)))
+    return out
+
+
+@register("executes")
+def executes(prompts, completions, image=None, **_):
+    """1 when the program runs to an answer on the image, else 0 (seed 002's code pass)."""
+    if image is None:
+        return [None] * len(completions)
+    return [1.0 if r.status == "ok" else 0.0 for r in _execute(prompts, completions, image)]
+
+
+@register("format")
+def format_reward(prompts, completions, **_):
+    """1 when the completion yields a parsable `execute_command(image)` function."""
+    out = []
+    for p, c in zip(prompts, completions):
+        try:
+            tree = ast.parse(program_from(p, c))
+        except SyntaxError:
+            out.append(0.0)
+            continue
+        ok = any(isinstance(n, ast.FunctionDef) and n.name == "execute_command" for n in tree.body)
+        out.append(1.0 if ok else 0.0)
+    return out
