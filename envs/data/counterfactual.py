@@ -11,11 +11,14 @@ from __future__ import annotations
 import random
 
 from envs.data.scene import Obj, Scene, as_random, fits, place, sample_scene
-from envs.data.spec import answer_spec, coerce, matches, well_defined
+from envs.data.spec import REL_MARGIN, answer_spec, coerce, matches, well_defined
 from envs.data.vocab import ATTRIBUTES, NUMBER_WORDS
 
 # Round-robin order: the three perturbations the issue names come first.
-KINDS = ("recolor", "move", "remove", "reshape", "lookalike", "resize", "add", "fresh")
+KINDS = ("recolor", "move", "remove", "requery", "reshape", "lookalike", "resize", "add")
+# Where the answer hangs on positions, moving things is the informative perturbation.
+SPATIAL_SCHEDULE = ("move", "requery", "recolor", "move", "remove", "move", "reshape",
+                    "lookalike", "move", "resize", "add")
 
 
 def spec_descs(spec: dict) -> list[dict]:
@@ -50,6 +53,27 @@ def _edit(scene: Scene, i: int, rng: random.Random, overlap: bool, relocate: boo
     return _with(scene, objs)
 
 
+def _across(scene: Scene, i: int, j: int, axis: int, rng: random.Random,
+            overlap: bool) -> Scene | None:
+    """Object i moved to a random free spot on the other side of object j (axis 0: x)."""
+    o, p = scene.objects[i], scene.objects[j]
+    gap = 2 * REL_MARGIN * scene.size / 256
+    lo, hi = ((p.x, o.x) if axis == 0 else (p.y, o.y))
+    span = (lo + gap, scene.size) if hi < lo else (0, lo - gap)
+    region = (span[0], 0, span[1], scene.size) if axis == 0 else (0, span[0], scene.size, span[1])
+    rest = scene.objects[:i] + scene.objects[i + 1:]
+    moved = place(o, rest, rng, scene.size, overlap, region=region)
+    return None if moved is None else _with(scene, rest[:i] + [moved] + rest[i:])
+
+
+def _swap_places(scene: Scene, i: int, j: int, overlap: bool) -> Scene | None:
+    objs = [Obj(**vars(o)) for o in scene.objects]
+    a, b = objs[i], objs[j]
+    (a.x, a.y), (b.x, b.y) = (b.x, b.y), (a.x, a.y)
+    ok = all(fits(o, objs[:k] + objs[k + 1:], scene.size, overlap) for k, o in enumerate(objs))
+    return _with(scene, objs) if ok else None
+
+
 def _other(rng: random.Random, attr: str, value: str) -> str:
     return rng.choice([v for v in ATTRIBUTES[attr] if v != value])
 
@@ -73,8 +97,18 @@ def _targeted(spec: dict, scene: Scene, rng: random.Random, overlap: bool) -> di
                 p = scene.objects[j]
                 out["move"].append(_edit(scene, i, rng, overlap, False, x=2 * p.x - o.x))
                 out["move"].append(_edit(scene, i, rng, overlap, False, y=2 * p.y - o.y))
+                out["move"].append(_across(scene, i, j, 0, rng, overlap))
+                out["move"].append(_across(scene, i, j, 1, rng, overlap))
+                out["move"].append(_swap_places(scene, i, j, overlap))
         out["move"].append(_edit(scene, i, rng, overlap, False, x=float(n) - o.x))
         out["move"].append(_edit(scene, i, rng, overlap, False, y=float(n) - o.y))
+    if "attr" in spec:  # change exactly what is asked about, keeping the referent
+        attr, target = spec["attr"], spec.get("obj", spec.get("a"))
+        for i, o in enumerate(scene.objects):
+            if matches(o, target):
+                values = [v for v in spec.get("options", ATTRIBUTES[attr]) if v != getattr(o, attr)]
+                if values:
+                    out["requery"].append(_edit(scene, i, rng, overlap, **{attr: rng.choice(values)}))
     for d in descs:
         # A distractor that shares all but one attribute with a description.
         for i in others:
@@ -112,8 +146,11 @@ def counterfactual_scenes(spec: dict, scene: Scene, m: int, rng) -> list[Scene]:
 
     for pool in pools.values():
         rng.shuffle(pool)
+    spatial = spec["family"].startswith("spatial") or any(
+        c.get("kind") == "rel" for c in spec.get("claims", ()))
+    schedule = SPATIAL_SCHEDULE if spatial else KINDS
     while len(picked) < m and any(pools.values()):
-        for kind in KINDS:
+        for kind in schedule:
             if pools[kind]:
                 take(pools[kind].pop())
     n_max = max(2, len(scene.objects) + 1)

@@ -133,3 +133,21 @@ def run_on_image(program: str, image) -> str:
     ns = build_namespace("shapes-cv")
     exec(program, ns)
     return ns["execute_command"](np.asarray(image))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_counterfactuals_change_the_answer_often_enough(family):
+    """A program that memorised the original answer must not keep logical accuracy 1."""
+    rng = random.Random(100 + FAMILIES.index(family))
+    changed = total = questions = 0
+    while questions < 12:
+        s = sample_scene(rng)
+        try:
+            q = sample_question(rng, s, [family])
+        except ValueError:
+            continue
+        questions += 1
+        cfs = counterfactual_scenes(q["spec"], s, 8, rng)
+        changed += sum(answer_spec(q["spec"], c) != q["answer"] for c in cfs)
+        total += len(cfs)
+    assert changed / total >= 0.08, (family, changed, total)
