@@ -97,8 +97,9 @@ def q_attribute(rng, scene):
     obj, d = _referent(rng, scene, attr)
     if d is None:
         return None
-    return {"family": "attribute", "attr": attr, "obj": d}, \
-        f"What {attr} is the {phrase(d, noun=_noun(rng))}?"
+    noun = "object" if attr == "shape" else _noun(rng)  # not "What shape is the shape?"
+    text = f"What {attr} is the {phrase(d, noun=noun)}?"
+    return {"family": "attribute", "attr": attr, "obj": d}, text
 
 
 def q_choose(rng, scene):
@@ -110,8 +111,9 @@ def q_choose(rng, scene):
     options = [value, rng.choice([v for v in ATTRIBUTES[attr] if v != value])]
     rng.shuffle(options)
     o1, o2 = (article(o) for o in options) if attr == "shape" else options
+    noun = "object" if attr == "shape" else _noun(rng)
     return ({"family": "choose", "attr": attr, "obj": d, "options": options},
-            f"Is the {phrase(d, noun=_noun(rng))} {o1} or {o2}?")
+            f"Is the {phrase(d, noun=noun)} {o1} or {o2}?")
 
 
 def q_spatial_verify(rng, scene):
@@ -142,7 +144,7 @@ def q_spatial_query(rng, scene):
         spec = {"family": "spatial_query", "attr": attr, "a": desc_of(target, keys),
                 "rel": rel, "b": db}
         if well_defined(spec, scene):
-            n = _noun(rng)
+            n = "object" if attr == "shape" else _noun(rng)
             return spec, (f"What {attr} is the {phrase(spec['a'], noun=n)} "
                           f"{RELATION_PHRASE[rel]} the {phrase(db)}?")
     return None
