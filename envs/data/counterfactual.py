@@ -108,7 +108,8 @@ def _targeted(spec: dict, scene: Scene, rng: random.Random, overlap: bool) -> di
             if matches(o, target):
                 values = [v for v in spec.get("options", ATTRIBUTES[attr]) if v != getattr(o, attr)]
                 if values:
-                    out["requery"].append(_edit(scene, i, rng, overlap, **{attr: rng.choice(values)}))
+                    change = {attr: rng.choice(values)}
+                    out["requery"].append(_edit(scene, i, rng, overlap, **change))
     for d in descs:
         # A distractor that shares all but one attribute with a description.
         for i in others:

@@ -259,7 +259,8 @@ def sample_question(rng, scene: Scene, families=None) -> dict:
     names = list(families or FAMILIES)
     unknown = set(names) - set(SAMPLERS)
     if unknown:
-        raise ValueError(f"unknown question families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown question families {sorted(unknown)}; "
+                         f"known: {', '.join(FAMILIES)}")
     # Pick the family first so hard-to-satisfy families keep their share, and for yes/no
     # families aim at a random target answer so both answers are equally common.
     for _ in range(20):

@@ -13,15 +13,15 @@ from envs.data.counterfactual import (counterfactual_items, counterfactual_scene
 from envs.data.programs import reference_program
 from envs.data.questions import sample_question
 from envs.data.render import png_bytes, render
-from envs.data.scene import Obj, Scene, as_random, sample_scene
+from envs.data.scene import Obj, Scene, sample_scene
 from envs.data.spec import FAMILIES, UndefinedQuestion, answer_spec, well_defined
 from envs.data.vocab import COLORS, SHAPES, SIZES
 
 __all__ = [
     "Obj", "Scene", "sample_scene", "render", "sample_question", "answer_spec", "well_defined",
     "UndefinedQuestion", "build_dataset", "generate_rows", "counterfactual_scenes",
-    "counterfactual_items", "logical_accuracy", "logical_eval", "logical_report", "FAMILIES", "COLORS",
-    "SHAPES", "SIZES", "features", "reference_program",
+    "counterfactual_items", "logical_accuracy", "logical_eval", "logical_report", "FAMILIES",
+    "COLORS", "SHAPES", "SIZES", "features", "reference_program",
 ]
 
 SPLITS = ("train", "validation", "test")

@@ -58,7 +58,8 @@ def _choose(comps, ws: list[str]) -> str | None:
     """"Is the circle red or blue?" -> the option the subject has."""
     ws = [w for w in ws if w not in ("a", "an", "the")]
     i = ws.index("or")
-    left, right = value_of(ws[i - 1]) if i else None, value_of(ws[i + 1]) if i + 1 < len(ws) else None
+    left = value_of(ws[i - 1]) if i else None
+    right = value_of(ws[i + 1]) if i + 1 < len(ws) else None
     if not left or not right or left[0] != right[0]:
         return None
     # Answer with what is seen, even when it is neither option: a wrong presupposition

@@ -74,7 +74,8 @@ def _trim(mask: np.ndarray, frac: float = 0.015) -> np.ndarray:
     def bounds(proj):
         cum = np.cumsum(proj)
         cut = frac * cum[-1]
-        return int(np.searchsorted(cum, cut, side="right")), int(np.searchsorted(cum, cum[-1] - cut)) + 1
+        lo = int(np.searchsorted(cum, cut, side="right"))
+        return lo, int(np.searchsorted(cum, cum[-1] - cut)) + 1
     r0, r1 = bounds(mask.sum(1))
     c0, c1 = bounds(mask.sum(0))
     return mask[r0:r1, c0:c1] if r1 - r0 >= 3 and c1 - c0 >= 3 else mask
