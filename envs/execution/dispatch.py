@@ -42,13 +42,17 @@ class Batch:
         try:
             while self.queue or any(w.state == "busy" or (until_ready and w.state == "starting")
                                     for w in self.ex._pool):
-                self._sync_selector()
                 for worker in list(self.ex._pool):
                     if worker.state == "idle" and self.queue:
-                        key = self.queue.popleft()
-                        self.attempts[key] += 1
-                        if not self._send(worker, key):
+                        if worker.proc.poll() is not None:  # died while idle
                             self._lost(worker)
+                            continue
+                        key = self.queue.popleft()
+                        if not self._send(worker, key):
+                            # It never got the program, so this is no attempt of it.
+                            self.attempts[key] -= 1
+                            self._lost(worker)
+                self._sync_selector()  # after sending: a failed send may have spawned a worker
                 for selkey, _ in self.selector.select(self._next_wakeup()):
                     if selkey.data.state != "dead":
                         self._on_readable(selkey.data)
@@ -88,6 +92,7 @@ class Batch:
             "image_key": ikey, "image": None if cached else array, "entry": self.entry,
         }, protocol=pickle.HIGHEST_PROTOCOL)
         worker.images.put(ikey, array.nbytes)
+        self.attempts[key] += 1
         worker.task = key
         worker.state = "busy"
         worker.deadline = time.monotonic() + self.ex.timeout_s + KILL_GRACE_S
@@ -114,6 +119,7 @@ class Batch:
                 continue  # unsolicited frame from an idle worker: ignore it
             elif "need_image" in frame:
                 worker.images.items.pop(worker.task[1], None)
+                self.attempts[worker.task] -= 1  # the resend is the same attempt
                 if not self._send(worker, worker.task):
                     self._lost(worker)
                     return

@@ -1,0 +1,228 @@
+"""Executor behaviour: batching, images, caching, crash recovery, tools, CLI."""
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from envs.execution import Executor, ExecutorError, shared_executor
+from envs.execution.cli import main as cli_main
+
+PLAIN = "envs.execution.namespaces:plain_namespace"
+RGB = np.zeros((24, 32, 3), np.uint8)
+RGB[:, :16] = (200, 10, 10)
+
+
+def entry(*lines):
+    return "def execute_command(image):\n" + "".join(f"    {line}\n" for line in lines)
+
+
+SHAPE = entry("return f'{image.shape[0]}x{image.shape[1]}x{image.shape[2]} {int(image[0, 0, 0])}'")
+
+
+@pytest.fixture(scope="module")
+def ex():
+    with Executor(timeout_s=2.0, memory_mb=256, workers=2, namespace_factory=PLAIN) as executor:
+        yield executor.wait_ready()
+
+
+def test_one_result_per_pair_in_order_with_every_status(ex):
+    programs = [
+        entry("return [True, False]"),
+        entry("return 1 / 0"),
+        entry("assert image.shape[0] == 1, 'not one row'"),
+        "def execute_command(image):\n    return (\n",
+        "import os\n" + entry("return 1"),
+        "result = 42\n",
+        entry("return None"),
+    ]
+    results = ex.run(programs, [RGB] * len(programs))
+    assert [r.status for r in results] == ["ok", "runtime_error", "assertion_error",
+                                           "compile_error", "forbidden", "compile_error", "ok"]
+    assert results[0].answer == "yes" and results[0].raw_type == "list"
+    assert results[1].error == "Error: ZeroDivisionError: division by zero (line 2)"
+    assert results[2].error == "Error: AssertionError: not one row (line 2)"
+    assert "does not define execute_command(image)" in results[5].error
+    assert results[6].answer is None and results[6].raw_type == "NoneType"
+    for r in results:
+        json.dumps(r.to_dict())
+        assert r.error is None or r.error.startswith("Error: ")
+
+
+def test_custom_entry_point(ex):
+    [result] = ex.run(["def solve(image):\n    return 'Custom'\n"], [RGB], entry="solve")
+    assert result.answer == "custom"
+
+
+def test_images_as_array_pil_path_grayscale_and_rgba(ex, tmp_path):
+    path = tmp_path / "img.png"
+    Image.fromarray(RGB).save(path)
+    rgba = np.concatenate([RGB, np.full((24, 32, 1), 255, np.uint8)], axis=2)
+    images = [RGB, Image.fromarray(RGB), str(path), path, rgba]
+    results = ex.run([SHAPE] * len(images), images)
+    assert {r.answer for r in results} == {"24x32x3 200"}
+    [gray] = ex.run([SHAPE], [np.full((5, 6), 7, np.uint8)])
+    assert gray.answer == "5x6x3 7"
+
+
+@pytest.mark.parametrize("bad,error", [
+    (np.zeros((4, 4, 3), np.float32), TypeError),
+    (np.zeros((4, 4, 2), np.uint8), ValueError),
+    ("/nonexistent/image.png", FileNotFoundError),
+    (12, TypeError),
+])
+def test_bad_images_are_rejected_before_running(ex, bad, error):
+    with pytest.raises(error):
+        ex.run([SHAPE], [bad])
+
+
+def test_mismatched_lengths_are_an_error(ex):
+    with pytest.raises(ValueError, match="one image per program"):
+        ex.run([SHAPE, SHAPE], [RGB])
+
+
+def test_programs_cannot_mutate_the_image_for_the_next_program(ex):
+    salt = time.monotonic_ns()
+    first = ex.run([entry(f"# {salt}", "image[:] = 0", "return int(image.sum())")], [RGB])
+    assert first[0].answer == "0"
+    second = ex.run([entry(f"# {salt} again", "return int(image[0, 0, 0])")], [RGB])
+    assert second[0].answer == "200"
+
+
+def test_results_are_memoised_per_program_and_image_content(ex):
+    salt = time.monotonic_ns()
+    program = entry(f"# {salt}", "return int(image.sum() % 997)")
+    before = ex.stats["executed"]
+    other = RGB.copy()
+    other[0, 0] = 1
+    results = ex.run([program] * 5 + [program], [RGB.copy() for _ in range(5)] + [other])
+    assert ex.stats["executed"] - before == 2  # five identical pairs ran once
+    assert len({r.answer for r in results[:5]}) == 1 and results[5].answer != results[0].answer
+    results[0].answer = "mutated by a caller"
+    hits = ex.stats["cache_hits"]
+    again = ex.run([program], [Image.fromarray(RGB)])
+    assert ex.stats["cache_hits"] == hits + 1 and again[0].answer == results[1].answer
+
+
+def test_cache_can_be_disabled():
+    with Executor(timeout_s=2.0, workers=1, cache=False, namespace_factory=PLAIN) as executor:
+        executor.run([entry("return 1")] * 2, [RGB] * 2)
+        executor.run([entry("return 1")], [RGB])
+        assert executor.stats["executed"] == 2 and executor.stats["cache_hits"] == 0
+
+
+def test_workers_killed_from_outside_are_replaced(ex):
+    for pid in ex.worker_pids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.1)
+    salt = time.monotonic_ns()
+    results = ex.run([entry(f"# {salt} {i}", f"return {i}") for i in range(4)], [RGB] * 4)
+    assert [r.answer for r in results] == ["0", "1", "2", "3"]
+    assert all(r.status == "ok" for r in results)
+
+
+def test_a_factory_that_cannot_load_fails_loudly_and_fast():
+    start = time.monotonic()
+    with Executor(workers=1, namespace_factory="no_such_module_xyz:build") as executor:
+        with pytest.raises(ExecutorError, match="no_such_module_xyz"):
+            executor.run([entry("return 1")], [RGB])
+    assert time.monotonic() - start < 30
+
+
+def test_shared_executor_is_one_per_process():
+    first = shared_executor(namespace_factory=PLAIN, workers=1)
+    try:
+        assert shared_executor() is first
+        assert shared_executor(namespace_factory=PLAIN, workers=1) is first
+        with pytest.raises(ValueError, match="already exists"):
+            shared_executor(workers=3)
+        assert first.run([entry("return 'x'")], [RGB])[0].answer == "x"
+    finally:
+        first.close()
+    assert shared_executor.__module__  # a closed one is replaced on next use, not reused
+
+
+# ---------------------------------------------------------------- real tools
+
+@pytest.fixture(scope="module")
+def tools_ex():
+    tools = pytest.importorskip("envs.tools")
+    if not hasattr(tools, "build_namespace"):
+        pytest.skip("envs.tools.build_namespace not available yet")
+    with Executor(timeout_s=3.0, workers=1) as executor:
+        yield executor.wait_ready()
+
+
+def scene():
+    image = np.full((96, 96, 3), 235, np.uint8)
+    image[10:40, 10:40] = (220, 30, 30)
+    image[55:85, 50:80] = (30, 60, 220)
+    return image
+
+
+def test_tool_exceptions_become_runtime_errors_with_the_tools_message(tools_ex):
+    [result] = tools_ex.run([entry("return ImagePatch(image).crop(5, 5, 5, 5)")], [scene()])
+    assert result.status == "runtime_error"
+    assert "zero-area" in result.error and result.error.startswith("Error: ")
+    assert tools_ex.run([entry("return ImagePatch(image).exists('red square')")],
+                        [scene()])[0].status == "ok"
+
+
+def test_patching_a_tool_class_does_not_leak(tools_ex):
+    salt = time.monotonic_ns()
+    patched = entry(f"# {salt}", "P = ImagePatch", "P.exists = lambda self, name: 'hacked'",
+                    "return ImagePatch(image).exists('red square')")
+    assert tools_ex.run([patched], [scene()])[0].answer == "hacked"
+    clean = entry(f"# {salt} clean", "return ImagePatch(image).exists('blue square')")
+    assert tools_ex.run([clean], [scene()])[0].answer == "yes"
+
+
+# ---------------------------------------------------------------- CLI
+
+def write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture()
+def image_file(tmp_path):
+    path = tmp_path / "scene.png"
+    Image.fromarray(scene()).save(path)
+    return str(path)
+
+
+def test_cli_prints_one_json_object_and_exits_zero(tmp_path, image_file, capsys):
+    tools = pytest.importorskip("envs.tools")
+    if not hasattr(tools, "build_namespace"):
+        pytest.skip("envs.tools.build_namespace not available yet")
+    program = write(tmp_path / "p.py", entry("return 1 / 0"))
+    assert cli_main([program, image_file, "--timeout", "3", "--memory-mb", "512"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "runtime_error" and "ZeroDivisionError" in out["error"]
+    assert set(out) == {"status", "answer", "error", "duration_s", "raw_type", "stdout"}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["missing.py", "IMAGE"], "program file not found"),
+    (["PROGRAM", "/nonexistent.png"], "image file not found"),
+    (["PROGRAM", "NOTIMAGE"], "cannot read image"),
+    (["PROGRAM", "IMAGE", "--timeout", "-1"], "positive"),
+    (["PROGRAM", "IMAGE", "--memory-mb", "lots"], "positive"),
+    (["PROGRAM", "IMAGE", "--backend", "nope"], "unknown backend"),
+    (["PROGRAM"], "usage: vprl exec"),
+])
+def test_cli_usage_problems_exit_2_with_one_line(tmp_path, image_file, capsys, args, needle):
+    program = write(tmp_path / "p.py", entry("return 1"))
+    not_image = write(tmp_path / "n.png", "not an image")
+    argv = [{"PROGRAM": program, "IMAGE": image_file, "NOTIMAGE": not_image}.get(a, a)
+            for a in args]
+    if needle == "unknown backend":
+        pytest.importorskip("envs.tools")
+    assert cli_main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("vprl exec: error:")
