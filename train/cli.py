@@ -1,0 +1,48 @@
+"""The `vprl` command: `vprl exec`, `vprl data shapes`, `vprl train`."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: vprl COMMAND [ARGS]
+
+commands:
+  train [--config FILE] [key=value ...]   reward-weighted policy iteration (same as train/iterate.py)
+  exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME]
+                                          run one program in the sandbox, print the result as JSON
+  data shapes --out DIR [--train N] [--val N] [--test N] [--seed S]
+                                          write the synthetic shapes VQA DatasetDict
+
+Run `vprl COMMAND --help` for a command's options."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "exec":
+        from envs.execution.cli import main as exec_main
+
+        return exec_main(rest)
+    if command == "data":
+        if not rest or rest[0] in ("-h", "--help"):
+            print("usage: vprl data shapes --out DIR [options]; see `vprl data shapes --help`")
+            return 0 if rest else 2
+        if rest[0] != "shapes":
+            print(f"error: unknown dataset {rest[0]!r}; known: shapes", file=sys.stderr)
+            return 2
+        from envs.data.cli import main as data_main
+
+        return data_main(rest[1:])
+    if command == "train":
+        from train.iterate import main as train_main
+
+        return train_main(rest)
+    print(f"error: unknown command {command!r}; run `vprl --help` for the list", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

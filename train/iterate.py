@@ -1,0 +1,220 @@
+"""Reward-weighted policy iteration for visual-program policies (ViUniT §3.4, Eq. 8).
+
+    accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml [key=value ...]
+
+Reads top to bottom: setup, then per iteration rollout → execute → reward → weights →
+update → evaluate → log/checkpoint/stop. Each rank samples its own shard of the
+questions and executes its own programs; gradients meet in the update.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # `accelerate launch train/iterate.py` runs this as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import random
+
+import numpy as np
+import torch
+
+from train.config import ConfigError, load_config, save_config, to_dict
+from train.setup import build_parser, load_data, validate
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    return (float(arr.mean()), float(arr.std())) if arr.size else (float("nan"), float("nan"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    # ------------------------------------------------------------------ config
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.overrides)
+        validate(cfg)
+        run_dir = cfg.run_dir
+        if run_dir.exists() and any(run_dir.iterdir()) and not cfg.resume:
+            raise ConfigError(f"run folder {run_dir} already exists; pass resume=true to continue it "
+                              "or choose another run_name")
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from accelerate import Accelerator
+    from accelerate.utils import gather_object
+
+    import rewards
+    from envs.execution import shared_executor
+    from envs.prompts import get_family
+    from policies.generation import GenerationConfig, HFGenerator
+    from policies.lora import attach_lora, load_lora_weights, reset_lora
+    from policies.model import load_model
+    from train import checkpoint as ckpt
+    from train.early_stopping import EarlyStopper
+    from train.rollout import collect, status_rates
+    from train.tracking import Tracker
+    from train.update import Example, reward_to_weight, run_update
+
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
+    say = accelerator.print
+    random.seed(cfg.seed + rank)
+    np.random.seed(cfg.seed + rank)
+    torch.manual_seed(cfg.seed)  # same LoRA init on every rank
+
+    # ------------------------------------------------------------------ setup
+    try:
+        train_rows, eval_rows = load_data(cfg, progress=main_proc)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    model, tokenizer = load_model(cfg.model, cfg.dtype)
+    model = attach_lora(model, cfg.lora)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    policy = accelerator.unwrap_model(model)
+    family = get_family(cfg.env.prompt)
+    gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})
+    generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
+    reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit)
+    scorer = rewards.RewardSet([type(cfg.rewards[0])("correctness")])  # eval accuracy: the task metric
+    executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb,
+                               workers=cfg.env.workers, backend=cfg.env.backend)
+    stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
+
+    start, wandb_id = 0, None
+    done = ckpt.completed_iterations(run_dir) if cfg.resume else []
+    if main_proc:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ckpt.clean_partial(run_dir)
+        save_config(cfg, run_dir / "config.yaml")
+        if not done:
+            policy.save_pretrained(run_dir / ckpt.ITER_DIR / "initial" / "adapter")
+    if done:
+        last = ckpt.load_iteration(run_dir, done[-1])
+        load_lora_weights(policy, last["adapter"])
+        optimizer.load_state_dict(last["optimizer"])
+        ckpt.set_rng_state(last["rng"])
+        stopper.load_state_dict(last["state"]["early_stopping"])
+        wandb_id = last["state"].get("wandb_id")
+        start = done[-1] + 1
+        if main_proc:
+            ckpt.rebuild_metrics(run_dir, done)
+        say(f"resuming {run_dir} after iteration {done[-1]}")
+        if last["state"].get("stopped"):
+            start = cfg.iterations
+    accelerator.wait_for_everyone()
+    tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=wandb_id)
+
+    train_order = list(range(len(train_rows)))
+    eval_index = list(range(min(cfg.eval_questions, len(eval_rows))))[rank::world]
+    eval_batch = [eval_rows[i] for i in eval_index]
+    stopped = False
+
+    for iteration in range(start, cfg.iterations):
+        t_iter = time.time()
+        say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
+        if cfg.lora.init == "base":
+            reset_lora(policy)
+        generator.weights_changed()
+        generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
+
+        # ---------------------------------------------------- 1-3. rollout, execute, reward
+        picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
+        batch = [train_rows[i] for i in picks[rank::world]]
+        prompts = [family.render(tokenizer, row["question"]) for row in batch]
+        t0 = time.time()
+        rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
+                           metric=cfg.data.metric, progress=main_proc)
+        t_rollout = time.time() - t0
+
+        # ---------------------------------------------------- 4. rewards -> weights
+        eos = tokenizer.eos_token_id
+        examples = []
+        for ro in rollouts:
+            ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
+                                         cfg.weighting.clip_negative)
+            # A program that ended on its own is taught to end there (EOS); a truncated one is not.
+            target = ro.completion_ids + ([eos] if ro.finished else [])
+            examples.append(Example(ro.prompt_ids, target, ro.weight))
+
+        # ---------------------------------------------------- 5. reward-weighted NLL update
+        t0 = time.time()
+        loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
+                                seed=cfg.seed + iteration, progress=main_proc)
+        t_update = time.time() - t0
+        generator.weights_changed()
+
+        # ---------------------------------------------------- 6. held-out evaluation
+        t0 = time.time()
+        generator.config.temperature = cfg.generation.eval_temperature
+        eval_prompts = [family.render(tokenizer, row["question"]) for row in eval_batch]
+        evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
+                        progress=main_proc, desc="evaluate") if eval_batch else []
+        generator.config.temperature = cfg.generation.temperature
+        t_eval = time.time() - t0
+
+        # ---------------------------------------------------- 7. log, checkpoint, stop
+        all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids))
+                                      for r in rollouts])
+        all_evals = gather_object([(r.reward, r.result.status) for r in evals])
+        metrics = {"iteration": iteration}
+        metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
+        for name in reward_set.names:
+            metrics[f"rewards/{name}/mean"], metrics[f"rewards/{name}/std"] = _stats([r[3][name] for r in all_rollouts])
+        metrics.update(status_rates([r[2] for r in all_rollouts], "rollout"))
+        metrics["rollout/samples"] = len(all_rollouts)
+        metrics["rollout/weighted_samples"] = sum(r[1] > 0 for r in all_rollouts)
+        metrics["rollout/completion_tokens"] = _stats([r[4] for r in all_rollouts])[0]
+        metrics.update(loss_stats)
+        metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
+        metrics["eval/questions"] = len(all_evals)
+        metrics.update(status_rates([r[1] for r in all_evals], "eval"))
+        metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
+                        "time/iteration": time.time() - t_iter})
+        # The reward scores the adapter that sampled these rollouts: the previous iteration's.
+        stopped = stopper.update(metrics["reward/mean"], iteration - 1)
+        metrics["early_stopping/declines"] = stopper.declines
+        metrics["early_stopping/best_iteration"] = stopper.best_policy
+
+        if main_proc:
+            state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
+            ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state)
+            table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
+                      "answer": r.result.answer, "expected": batch[r.row].get("answer"), "status": r.result.status,
+                      **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
+                     for r in rollouts[: cfg.tracking.table_rows]]
+            tracker.log(metrics, table)
+        say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
+            f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
+            f"eval acc {metrics['eval/accuracy']:.3f}  ({metrics['time/iteration']:.0f}s)")
+        accelerator.wait_for_everyone()
+        if stopped:
+            say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
+            break
+
+    # ------------------------------------------------------------------ finish
+    if main_proc:
+        best = stopper.best_policy
+        source = ckpt.iteration_dir(run_dir, best) / "adapter" if best >= 0 else run_dir / ckpt.ITER_DIR / "initial" / "adapter"
+        if stopped:
+            load_lora_weights(policy, source)  # restore the best adapter in memory too
+        ckpt.publish_best(run_dir, source, {"iteration": best, "reward": stopper.best, "stopped_early": stopped})
+        tracker.summary({"best_iteration": best, "best_reward": stopper.best, "stopped_early": stopped})
+        tracker.finish()
+        say(f"done: {run_dir} (best adapter: iteration {best})")
+    accelerator.wait_for_everyone()
+    executor.close()
+    accelerator.end_training()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Start-up checks and construction for `train/iterate.py`.
+
+Everything that can be wrong in a config is checked here, before a run folder exists
+or a model is loaded, and reported as a one-line ConfigError.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from train.config import Config, ConfigError
+
+KNOWN_TRANSFORMS = ("identity", "threshold")
+
+
+def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Reward-weighted policy iteration for visual-program policies. Each iteration samples "
+            "programs for training questions, runs them in the sandbox, scores them with the "
+            "configured rewards, fine-tunes a LoRA adapter on the reward-weighted NLL of the "
+            "programs, evaluates on the held-out split, checkpoints, and stops early when the "
+            "training reward declines. Writes runs/<run_name>/."
+        ),
+        epilog="Example: accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml iterations=2 optim.lr=1e-4",
+    )
+    parser.add_argument("--config", help="YAML experiment config (keys match train/config.py's dataclasses)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="dotted overrides applied after the file, e.g. generation.temperature=0.7")
+    return parser
+
+
+def validate(cfg: Config) -> None:
+    """Reject bad names and paths now, not an hour into the run."""
+    import rewards
+    from envs.prompts import FAMILIES
+    from envs.tools import available_backends
+    from policies.model import DTYPES, ModelError, resolve
+
+    for spec in cfg.rewards:
+        try:
+            rewards.get(spec.name)
+        except KeyError as e:
+            raise ConfigError(str(e).strip("'\"")) from None
+    if cfg.env.prompt not in FAMILIES:
+        raise ConfigError(f"env.prompt {cfg.env.prompt!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
+    if cfg.env.backend not in available_backends():
+        raise ConfigError(f"env.backend {cfg.env.backend!r} is unknown; known: {', '.join(available_backends())}")
+    if cfg.weighting.transform not in KNOWN_TRANSFORMS:
+        raise ConfigError(f"weighting.transform {cfg.weighting.transform!r}: use one of {', '.join(KNOWN_TRANSFORMS)}")
+    if cfg.dtype not in DTYPES:
+        raise ConfigError(f"dtype {cfg.dtype!r}: use one of {', '.join(DTYPES)}")
+    if cfg.generation.backend not in ("hf", "vllm"):
+        raise ConfigError(f"generation.backend {cfg.generation.backend!r}: use hf or vllm")
+    if cfg.lora.init not in ("continue", "base"):
+        raise ConfigError(f"lora.init {cfg.lora.init!r}: use continue or base")
+    for name in ("iterations", "questions_per_iteration", "programs_per_question"):
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name} must be at least 1")
+    _check_data(cfg)
+    try:
+        resolve(cfg.model)
+    except ModelError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _check_data(cfg: Config) -> None:
+    from envs.data.presets import PRESETS
+
+    data = cfg.data
+    known = ("shapes", "disk", *sorted(PRESETS))
+    if data.name not in known:
+        raise ConfigError(f"data.name {data.name!r} is unknown; known: {', '.join(known)}")
+    if data.path is not None and not Path(data.path).exists():
+        raise ConfigError(f"data.path {data.path!r} does not exist; create it with `vprl data shapes --out {data.path}`")
+    if data.name != "shapes" and data.path is None:
+        raise ConfigError(f"data.name {data.name!r} needs data.path (a local dataset folder or file)")
+
+
+def load_data(cfg: Config, progress: bool = True):
+    """Return (train rows, eval rows) as `datasets.Dataset`s."""
+    import datasets
+
+    data = cfg.data
+    if data.name == "shapes" and data.path is None:
+        from envs.data.shapes import build_dataset
+
+        dd = build_dataset(train=data.train_size, validation=data.validation_size, test=0,
+                           seed=data.seed, progress=progress)
+    elif data.name in ("shapes", "disk"):
+        try:
+            dd = datasets.load_from_disk(data.path)
+        except (FileNotFoundError, ValueError) as e:
+            raise ConfigError(f"data.path {data.path!r} is not a saved DatasetDict ({e}); "
+                              f"write one with `vprl data shapes --out {data.path}`") from None
+    else:
+        from envs.data.hf import load_vqa
+
+        train, _ = load_vqa(data.path, split=data.train_split, preset=data.name, seed=data.seed)
+        evals, _ = load_vqa(data.path, split=data.eval_split, preset=data.name, seed=data.seed)
+        return train, evals
+    for split in (data.train_split, data.eval_split):
+        if split not in dd:
+            raise ConfigError(f"dataset at {data.path} has no split {split!r}; it has {', '.join(dd)}")
+    return dd[data.train_split], dd[data.eval_split]

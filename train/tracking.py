@@ -1,0 +1,89 @@
+"""Where a run's numbers go: `metrics.jsonl` in the run folder and a W&B run.
+
+W&B runs offline unless the user is logged in, so a laptop with no network still gets
+a real run folder that `wandb sync` uploads later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import netrc
+import os
+from pathlib import Path
+
+
+def wandb_mode(requested: str) -> str:
+    """auto → online when an API key is configured, else offline."""
+    if requested != "auto":
+        if requested not in ("online", "offline", "disabled"):
+            raise ValueError(f"tracking.mode {requested!r}: use auto, online, offline or disabled")
+        return requested
+    if os.environ.get("WANDB_MODE"):
+        return os.environ["WANDB_MODE"]
+    if os.environ.get("WANDB_API_KEY"):
+        return "online"
+    try:
+        hosts = netrc.netrc().hosts
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        hosts = {}
+    return "online" if any("wandb" in h for h in hosts) else "offline"
+
+
+def _clean(value):
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+class Tracker:
+    """Writes one metrics line per iteration and mirrors it to W&B (main process only)."""
+
+    def __init__(self, cfg, run_dir: Path, config_dict: dict, enabled: bool = True, resume_id: str | None = None):
+        self.run_dir = run_dir
+        self.enabled = enabled
+        self.cfg = cfg
+        self.run = None
+        if not (enabled and cfg.wandb):
+            return
+        mode = wandb_mode(cfg.mode)
+        if mode == "disabled":
+            return
+        import wandb
+
+        self.run = wandb.init(
+            project=cfg.project, entity=cfg.entity, name=run_dir.name, dir=str(run_dir),
+            config=config_dict, mode=mode, id=resume_id, resume="allow" if resume_id else None,
+            settings=wandb.Settings(silent=True, console="off"),
+        )
+        self.run.define_metric("iteration")
+        self.run.define_metric("*", step_metric="iteration")
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run.id if self.run is not None else None
+
+    def log(self, metrics: dict, table_rows: list[dict] | None = None) -> None:
+        if not self.enabled:
+            return
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({k: _clean(v) for k, v in metrics.items()}) + "\n")
+        if self.run is None:
+            return
+        payload = dict(metrics)
+        if table_rows:
+            import wandb
+
+            columns = list(table_rows[0])
+            table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in table_rows])
+            payload["rollout/completions"] = table
+        self.run.log(payload)
+
+    def summary(self, values: dict) -> None:
+        if self.run is not None:
+            self.run.summary.update(values)
+
+    def finish(self) -> None:
+        if self.run is not None:
+            self.run.finish()
+            self.run = None
