@@ -1,0 +1,73 @@
+"""The reward registry, built-in rewards and RewardSet's weighting and failure handling."""
+
+import pytest
+
+import rewards
+from rewards.combine import RewardFailure, RewardSet
+from train.config import RewardSpec
+
+
+def test_builtins_are_registered_and_unknown_names_list_the_known_ones():
+    assert {"correctness", "executes", "format"} <= set(rewards.available())
+    with pytest.raises(KeyError, match="known: .*correctness"):
+        rewards.get("nope")
+
+
+def test_register_and_dotted_paths():
+    def mine(prompts, completions, **kw):
+        return [1.0] * len(completions)
+
+    rewards.register("test_mine", mine)
+    assert rewards.get("test_mine") is mine
+    assert rewards.get("rewards.builtin:format_reward") is rewards.get("format")
+    with pytest.raises(KeyError, match="cannot import"):
+        rewards.get("no.such.module:fn")
+    with pytest.raises(ValueError, match="already registered"):
+        rewards.register("test_mine", lambda *a, **k: [])
+
+
+def test_format_reward_reads_prompt_tail():
+    prompt = "# Query: q\ndef execute_command(image):\n    image_patch = ImagePatch(image)"
+    out = rewards.get("format")([prompt] * 3, ["\n    return 'yes'", "\n    return (", "\n  return 1\n    x"])
+    assert out == [1.0, 0.0, 0.0]
+
+
+def test_weighted_sum_skips_parts_that_do_not_apply():
+    rewards.register("test_half", lambda p, c, **k: [0.5] * len(c))
+    rewards.register("test_none_first", lambda p, c, **k: [None] + [1.0] * (len(c) - 1))
+    rs = RewardSet([RewardSpec("test_half", 2.0), RewardSpec("test_none_first", 3.0)])
+    totals, parts = rs.score(["p"] * 2, ["a", "b"], {})
+    assert totals == [1.0, 4.0]
+    assert parts["test_none_first"] == [None, 1.0]
+
+
+def test_columns_and_kwargs_reach_the_reward():
+    seen = {}
+
+    def spy(prompts, completions, answer=None, scale=1, **kw):
+        seen.update(answer=answer, scale=scale)
+        return [float(scale)] * len(completions)
+
+    rewards.register("test_spy", spy)
+    rs = RewardSet([RewardSpec("test_spy", 1.0, {"scale": 3})])
+    totals, _ = rs.score(["p"], ["c"], {"answer": ["yes"]})
+    assert seen == {"answer": ["yes"], "scale": 3} and totals == [3.0]
+
+
+def test_a_raising_reward_is_counted_not_zeroed_and_stops_past_the_limit():
+    def boom(prompts, completions, **kw):
+        raise RuntimeError("kaboom")
+
+    rewards.register("test_boom", boom)
+    rs = RewardSet([RewardSpec("test_boom")], failure_limit=2)
+    totals, parts = rs.score(["p"], ["c"], {})
+    assert totals == [None] and parts["test_boom"] == [None] and rs.failures["test_boom"] == 1
+    with pytest.raises(RewardFailure, match="kaboom"):
+        rs.score(["p"], ["c"], {})
+
+
+def test_wrong_length_counts_as_failure():
+    rewards.register("test_short", lambda p, c, **k: [1.0])
+    rs = RewardSet([RewardSpec("test_short")], failure_limit=1)
+    with pytest.raises(RewardFailure, match="returned 1 values for 2"):
+        rs.score(["p", "q"], ["a", "b"], {})
