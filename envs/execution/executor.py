@@ -60,6 +60,8 @@ class Executor:
         if len(programs) != len(images):
             raise ValueError(f"run() needs one image per program, got {len(programs)} programs "
                              f"and {len(images)} images")
+        if not (isinstance(entry, str) and entry.isidentifier() and not entry.startswith("_")):
+            raise ValueError(f"entry must be a public function name, got {entry!r}")
         if self._closed:
             raise ExecutorError("this Executor is closed; create a new one")
         if os.getpid() != self._pid:

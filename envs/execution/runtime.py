@@ -162,12 +162,15 @@ class CappedOutput:
 def make_builtins(output: CappedOutput) -> dict:
     """A fresh restricted builtins dict (a copy per program, so a program that
     rebinds ``len`` in it affects only itself)."""
-    safe = {k: v for k, v in vars(builtins).items()
-            if k not in DENIED_NAMES and not (k.startswith("__") and k != "__build_class__")}
-    safe.update(__import__=_guarded_import, getattr=_guarded_getattr,
-                setattr=_guarded_setattr, delattr=_guarded_delattr, print=output.print,
-                __name__="builtins")
+    safe = _SAFE_BUILTINS.copy()
+    safe["print"] = output.print
     return safe
+
+
+_SAFE_BUILTINS = {k: v for k, v in vars(builtins).items()
+                  if k not in DENIED_NAMES and not (k.startswith("__") and k != "__build_class__")}
+_SAFE_BUILTINS.update(__import__=_guarded_import, getattr=_guarded_getattr,
+                      setattr=_guarded_setattr, delattr=_guarded_delattr, __name__="builtins")
 
 
 class ClassGuard:

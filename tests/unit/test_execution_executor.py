@@ -55,6 +55,16 @@ def test_one_result_per_pair_in_order_with_every_status(ex):
 def test_custom_entry_point(ex):
     [result] = ex.run(["def solve(image):\n    return 'Custom'\n"], [RGB], entry="solve")
     assert result.answer == "custom"
+    with pytest.raises(ValueError, match="entry"):
+        ex.run([SHAPE], [RGB], entry="__builtins__")
+
+
+def test_progress_bar_counts_executed_programs(ex, capsys):
+    salt = time.monotonic_ns()
+    results = ex.run([entry(f"# {salt} {i}", "return 1") for i in range(3)], [RGB] * 3,
+                     progress=True)
+    assert [r.answer for r in results] == ["1"] * 3
+    assert "3/3" in capsys.readouterr().err
 
 
 def test_images_as_array_pil_path_grayscale_and_rgba(ex, tmp_path):
