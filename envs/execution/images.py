@@ -3,6 +3,7 @@ small per-worker image cache (mirrored by the parent so it knows what to send)."
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections import OrderedDict
 
@@ -12,7 +13,8 @@ WORKER_IMAGE_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def to_array(image) -> np.ndarray:
-    """PIL image, HxWx3 (or HxW / HxWx4) uint8 array, or a path -> HxWx3 uint8 array."""
+    """PIL image, HxWx3 (or HxW / HxWx4) uint8 array, a path, encoded bytes, or a
+    datasets.Image dict -> HxWx3 uint8 array."""
     if isinstance(image, (str, os.PathLike)):
         from PIL import Image, UnidentifiedImageError
 
@@ -24,6 +26,21 @@ def to_array(image) -> np.ndarray:
                 return np.ascontiguousarray(np.asarray(img.convert("RGB")))
         except (UnidentifiedImageError, OSError) as exc:
             raise ValueError(f"cannot read image {path!r} ({exc}); pass a PNG/JPEG file") from exc
+    if isinstance(image, dict) and ("bytes" in image or "path" in image):
+        # A datasets.Image column read without decoding: {"bytes": ..., "path": ...}
+        if image.get("bytes") is not None:
+            return to_array(bytes(image["bytes"]))
+        if image.get("path"):
+            return to_array(image["path"])
+        raise ValueError("image dict has neither 'bytes' nor 'path'")
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with Image.open(io.BytesIO(bytes(image))) as img:
+                return np.ascontiguousarray(np.asarray(img.convert("RGB")))
+        except (UnidentifiedImageError, OSError) as exc:
+            raise ValueError(f"cannot decode image bytes ({exc}); pass PNG/JPEG bytes") from exc
     if hasattr(image, "convert") and hasattr(image, "size") and not isinstance(image, np.ndarray):
         return np.ascontiguousarray(np.asarray(image.convert("RGB")))
     if isinstance(image, np.ndarray):
@@ -38,8 +55,8 @@ def to_array(image) -> np.ndarray:
         if array.ndim != 3 or array.shape[2] != 3:
             raise ValueError(f"image arrays must be HxWx3, got shape {image.shape}")
         return np.ascontiguousarray(array)
-    raise TypeError(f"unsupported image type {type(image).__name__}; "
-                    "pass a PIL image, an HxWx3 uint8 numpy array or a file path")
+    raise TypeError(f"unsupported image type {type(image).__name__}; pass a PIL image, "
+                    "an HxWx3 uint8 numpy array, a file path or PNG/JPEG bytes")
 
 
 def image_key(array: np.ndarray) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import dis
 import importlib
+import math
 import resource
 import signal
 import sys
@@ -240,7 +241,8 @@ class SoftTimer:
         if cpu_time_s:
             usage = resource.getrusage(resource.RUSAGE_SELF)
             used = usage.ru_utime + usage.ru_stime
-            soft = int(used + cpu_time_s) + 1
+            # RLIMIT_CPU counts whole seconds: SIGXCPU comes within a second after the budget.
+            soft = math.ceil(used + cpu_time_s)
             resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
         self.armed = True
         # Re-fire every 0.1 s: a program that swallows the first ProgramTimeout

@@ -15,8 +15,19 @@ from .protocol import FrameBuffer, encode
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# Environment variables a worker inherits: what Python, numeric libraries and
+# model backends read. Everything else (API keys, tokens, cloud credentials) is
+# dropped, so even a program that escaped every other layer finds no secrets.
+_ENV_PREFIXES = ("PATH", "HOME", "LANG", "LC_", "TZ", "PYTHON", "VIRTUAL_ENV", "HF_",
+                 "TRANSFORMERS_", "TORCH", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_",
+                 "VPRL_", "TMPDIR", "XDG_CACHE_HOME", "LD_LIBRARY_PATH")
+_ENV_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+
 def worker_env() -> dict:
-    env = dict(os.environ)
+    env = {name: value for name, value in os.environ.items()
+           if name.startswith(_ENV_PREFIXES)
+           and not any(word in name.upper() for word in _ENV_SECRET_WORDS)}
     # One thread per library per worker: the pool is the parallelism, and every
     # extra thread reserves address space that would count against RLIMIT_AS.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",

@@ -71,7 +71,9 @@ def test_images_as_array_pil_path_grayscale_and_rgba(ex, tmp_path):
     path = tmp_path / "img.png"
     Image.fromarray(RGB).save(path)
     rgba = np.concatenate([RGB, np.full((24, 32, 1), 255, np.uint8)], axis=2)
-    images = [RGB, Image.fromarray(RGB), str(path), path, rgba]
+    encoded = path.read_bytes()
+    images = [RGB, Image.fromarray(RGB), str(path), path, rgba, encoded,
+              {"bytes": encoded, "path": None}, {"bytes": None, "path": str(path)}]
     results = ex.run([SHAPE] * len(images), images)
     assert {r.answer for r in results} == {"24x32x3 200"}
     [gray] = ex.run([SHAPE], [np.full((5, 6), 7, np.uint8)])
@@ -83,6 +85,8 @@ def test_images_as_array_pil_path_grayscale_and_rgba(ex, tmp_path):
     (np.zeros((4, 4, 2), np.uint8), ValueError),
     ("/nonexistent/image.png", FileNotFoundError),
     (12, TypeError),
+    (b"not a png", ValueError),
+    ({"bytes": None, "path": None}, ValueError),
 ])
 def test_bad_images_are_rejected_before_running(ex, bad, error):
     with pytest.raises(error):

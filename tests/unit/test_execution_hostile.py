@@ -39,6 +39,7 @@ def leaky_namespace(backend="plain"):
         "np": np, "fork": os.fork, "system": os.system, "remove": os.remove,
         "kill": os.kill, "abort": os.abort, "run": subprocess.run, "connect": connect,
         "open_file": open, "read_file": read_file, "set_handler": signal_module.signal,
+        "environ": dict(os.environ),
     }
 
 
@@ -60,8 +61,20 @@ def small_memory():
 
 @pytest.fixture(scope="module")
 def leaky():
-    with Executor(timeout_s=TIMEOUT, memory_mb=256, workers=1,
-                  namespace_factory=f"{__name__}:leaky_namespace") as ex:
+    # Secrets in the parent's environment must not reach workers.
+    secrets = {"VPRL_TEST_API_KEY": "sekrit", "WANDB_API_KEY": "sekrit", "HF_TOKEN": "sekrit"}
+    saved = {k: os.environ.get(k) for k in secrets}
+    os.environ.update(secrets)
+    try:
+        executor = Executor(timeout_s=TIMEOUT, memory_mb=256, workers=1,
+                            namespace_factory=f"{__name__}:leaky_namespace")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
+    with executor as ex:
         yield ex.wait_ready()
 
 
@@ -118,6 +131,16 @@ def test_memory_bombs_hit_the_memory_limit(small_memory, program):
 def test_memory_within_budget_is_fine(small_memory):
     [result] = small_memory.run([entry("return len(bytearray(64 * 1024 * 1024))")], [IMAGE])
     assert result.status == "ok" and result.answer == str(64 * 1024 * 1024)
+
+
+def test_cpu_time_limit_ends_a_busy_program_before_the_wall_clock():
+    with Executor(timeout_s=6.0, cpu_time_s=1.0, workers=1,
+                  namespace_factory="envs.execution.namespaces:plain_namespace") as ex:
+        ex.wait_ready()
+        start = time.monotonic()
+        [result] = ex.run([entry("n = 0", "while True:", "    n += 1")], [IMAGE])
+        assert time.monotonic() - start < 4.0
+        assert result.status == "timeout" and "CPU time" in result.error
 
 
 def test_deep_recursion_is_a_runtime_error_and_the_worker_survives(plain):
@@ -312,6 +335,13 @@ def test_no_network_even_to_a_loopback_listener(leaky):
     finally:
         listener.close()
     assert_pool_healthy_leaky(leaky)
+
+
+def test_worker_environment_has_no_secrets(leaky):
+    result = run_one(leaky, entry("return sorted(k for k in environ if 'KEY' in k or 'TOKEN' in k)"
+                                  " or 'none'"))
+    assert result.answer == "none"
+    assert run_one(leaky, entry("return 'PATH' in environ")).answer == "yes"
 
 
 def test_signalling_other_processes_is_blocked(leaky):

@@ -93,6 +93,11 @@ def test_syntax_errors_are_compile_errors_with_line():
     assert report.line == 2
 
 
+def test_absurdly_long_programs_are_refused_before_parsing():
+    report = check_program("x = 1\n" * 50_000)
+    assert report.status == "forbidden" and "longer than" in report.message
+
+
 def test_null_bytes_and_deep_nesting_do_not_crash_the_checker():
     assert check_program("x = 1\0").status == "compile_error"
     assert check_program("x = " + "(" * 5000 + ")" * 5000).status == "compile_error"
