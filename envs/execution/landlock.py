@@ -77,8 +77,9 @@ def restrict_to_read_only(read_roots: list[str]) -> int:
             try:
                 rights = _READ_FILE | (_READ_DIR if os.path.isdir(root) else 0)
                 rule = _PathBeneathAttr(rights, fd)
-                if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                                ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset),
+                                ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                                ctypes.c_uint32(0)) != 0:
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {root}")
             finally:
                 os.close(fd)

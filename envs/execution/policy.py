@@ -81,7 +81,8 @@ MAX_PROGRAM_CHARS = 100_000  # generated programs are a few hundred characters
 
 def check_program(source: str, filename: str = "<program>") -> PolicyReport:
     if len(source) > MAX_PROGRAM_CHARS:
-        return PolicyReport("forbidden", f"the program is longer than {MAX_PROGRAM_CHARS} characters")
+        return PolicyReport("forbidden",
+                            f"the program is longer than {MAX_PROGRAM_CHARS} characters")
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:

@@ -10,23 +10,18 @@ from __future__ import annotations
 import builtins
 import dis
 import importlib
-import math
-import resource
-import signal
 import sys
 import time
 import types
 
 from .policy import ALLOWED_MODULES, DENIED_NAMES, attribute_refusal, module_refusal
+from .limits import ProgramTimeout, SoftTimer
 from .results import MAX_ANSWER_CHARS, cap_text, describe_exception, format_error, to_answer
+from .snapshots import SHARED_CLASSES, ClassGuard
 
 STDOUT_CAP = 4096
 STDOUT_MARKER = "\n...[output truncated: {} more characters]"
 PROGRAM_FILENAME = "<program>"
-
-
-class ProgramTimeout(BaseException):
-    """Raised into the program by the soft timer (SIGALRM) or the CPU limit (SIGXCPU)."""
 
 
 class ModuleView:
@@ -66,7 +61,8 @@ class ModuleView:
         raise AttributeError("modules are read-only inside programs")
 
     def __dir__(self):
-        return [n for n in dir(object.__getattribute__(self, "_module")) if attribute_refusal(n) is None]
+        module = object.__getattribute__(self, "_module")
+        return [n for n in dir(module) if attribute_refusal(n) is None]
 
     def __repr__(self):
         return f"<module '{object.__getattribute__(self, '_module').__name__}'>"
@@ -110,19 +106,18 @@ def _guarded_getattr(obj, name, *default):
 
 def _guarded_setattr(obj, name, value):
     _check_name(name)
-    if isinstance(obj, (type, ModuleView)) and obj in _SHARED_CLASSES:
+    if isinstance(obj, (type, ModuleView)) and obj in SHARED_CLASSES:
         raise AttributeError("programs may not change tools or modules")
     setattr(obj, name, value)
 
 
 def _guarded_delattr(obj, name):
     _check_name(name)
-    if isinstance(obj, (type, ModuleView)) and obj in _SHARED_CLASSES:
+    if isinstance(obj, (type, ModuleView)) and obj in SHARED_CLASSES:
         raise AttributeError("programs may not change tools or modules")
     delattr(obj, name)
 
 
-_SHARED_CLASSES: set = set()
 
 
 class CappedOutput:
@@ -174,85 +169,9 @@ _SAFE_BUILTINS.update(__import__=_guarded_import, getattr=_guarded_getattr,
                       setattr=_guarded_setattr, delattr=_guarded_delattr, __name__="builtins")
 
 
-class ClassGuard:
-    """Snapshots of the classes programs share (tools, classes in allowed modules);
-    ``restore()`` undoes any change a program made to them."""
-
-    def __init__(self, namespace: dict):
-        classes = {v for v in namespace.values() if isinstance(v, type)}
-        for name in ALLOWED_MODULES:
-            module = importlib.import_module(name)
-            classes.update(v for v in vars(module).values() if isinstance(v, type))
-        # Only heap types without Py_TPFLAGS_IMMUTABLETYPE can be changed at all.
-        self.snapshots = [(cls, dict(vars(cls))) for cls in classes
-                          if cls.__flags__ & _HEAPTYPE and not cls.__flags__ & _IMMUTABLETYPE]
-        _SHARED_CLASSES.update(classes)
-
-    def restore(self) -> int:
-        changed = 0
-        for cls, snapshot in self.snapshots:
-            current = vars(cls)
-            if len(current) == len(snapshot) and all(
-                    current.get(k, _MISSING) is v for k, v in snapshot.items()):
-                continue
-            changed += 1
-            for key in [k for k in current if k not in snapshot]:
-                try:
-                    delattr(cls, key)
-                except (AttributeError, TypeError):
-                    pass
-            for key, value in snapshot.items():
-                if current.get(key, _MISSING) is not value:
-                    try:
-                        setattr(cls, key, value)
-                    except (AttributeError, TypeError):
-                        pass
-        return changed
-
-
-_MISSING = object()
-_IMMUTABLETYPE, _HEAPTYPE = 1 << 8, 1 << 9
-
-
 def wrap_namespace(namespace: dict) -> dict:
     return {k: (ModuleView(v) if isinstance(v, types.ModuleType) else v)
             for k, v in namespace.items()}
-
-
-class SoftTimer:
-    """SIGALRM / SIGXCPU raise ProgramTimeout inside the program. This recovers
-    Python-level loops without losing the warm worker; the parent's SIGKILL
-    remains the guarantee for loops stuck in C or programs that swallow it."""
-
-    def __init__(self):
-        self.armed = False
-        self.fired = None
-        signal.signal(signal.SIGALRM, self._on_signal)
-        signal.signal(signal.SIGXCPU, self._on_signal)
-
-    def _on_signal(self, signum, frame):
-        if self.armed:
-            self.fired = self.fired or ("CPU time limit exceeded" if signum == signal.SIGXCPU
-                                        else "wall-clock time limit exceeded")
-            raise ProgramTimeout(self.fired)
-
-    def arm(self, timeout_s: float, cpu_time_s: float | None):
-        self.fired = None
-        if cpu_time_s:
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            used = usage.ru_utime + usage.ru_stime
-            # RLIMIT_CPU counts whole seconds: SIGXCPU comes within a second after the budget.
-            soft = math.ceil(used + cpu_time_s)
-            resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
-        self.armed = True
-        # Re-fire every 0.1 s: a program that swallows the first ProgramTimeout
-        # and then finishes still ends early; one that swallows forever is
-        # SIGKILLed by the parent.
-        signal.setitimer(signal.ITIMER_REAL, max(timeout_s, 0.001), 0.1)
-
-    def disarm(self):
-        self.armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _program_line(tb) -> int | None:

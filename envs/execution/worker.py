@@ -21,7 +21,8 @@ def resolve_factory(spec: str):
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise RuntimeError(f"cannot import namespace factory module {module_name!r}: {exc}") from exc
+        raise RuntimeError(f"cannot import namespace factory module {module_name!r}: "
+                           f"{exc}") from exc
     factory = getattr(module, attr or "build_namespace", None)
     if factory is None:
         raise RuntimeError(f"{module_name}.{attr} is missing: the sandbox needs a tools "

@@ -106,7 +106,8 @@ def assert_pool_healthy(ex):
     entry("while True:", "    pass"),
     entry("return sum(range(10 ** 13))"),  # one C call: SIGALRM cannot interrupt it
     "def spin():\n    while True:\n        pass\n"
-    + entry("while True:", "    try:", "        spin()", "    except BaseException:", "        pass"),
+    + entry("while True:", "    try:", "        spin()", "    except BaseException:",
+            "        pass"),
 ], ids=["python-loop", "c-loop", "swallows-timeout"])
 def test_infinite_loops_time_out(plain, program):
     result = run_one(plain, program)
@@ -258,7 +259,8 @@ def test_patching_shared_classes_is_undone(plain):
 def test_modules_are_read_only(plain, program):
     result = run_one(plain, program)
     assert result.status in ("runtime_error", "forbidden"), result
-    assert run_one(plain, entry("return math.pi > 3.1 and np.array([1]).sum() == 1")).answer == "yes"
+    sane = run_one(plain, entry("return math.pi > 3.1 and np.array([1]).sum() == 1"))
+    assert sane.answer == "yes"
 
 
 # ---------------------------------------------------------------- kernel layers

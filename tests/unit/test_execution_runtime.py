@@ -92,7 +92,8 @@ def test_class_guard_undoes_changes_to_shared_classes():
 
     guard = runtime.ClassGuard({"Tool": Tool})
     out = run("def execute_command(image):\n    T = Tool\n    T.find = lambda self: 'fake'\n"
-              "    T.extra = 1\n    return Tool().find()\n", {"Tool": Tool}, guard=guard, mutates=True)
+              "    T.extra = 1\n    return Tool().find()\n", {"Tool": Tool}, guard=guard,
+              mutates=True)
     assert out["answer"] == "fake"
     assert Tool().find() == "real" and not hasattr(Tool, "extra")
     assert collections.Counter("aab").most_common(1) == [("a", 2)]
