@@ -25,10 +25,31 @@ DEFAULT_NAMESPACE_FACTORY = "envs.tools:build_namespace"
 
 
 class Executor:
+    """A warm pool of sandboxed workers; see the package docstring for the layers.
+
+    timeout_s: wall-clock limit per program. The worker's own timer answers at
+        timeout_s; the parent SIGKILLs it at timeout_s + 1 s whatever it does.
+    memory_mb: address-space budget per program on top of the warmed-up worker
+        (RLIMIT_AS); exceeding it gives status memory_limit. None: no limit.
+    workers: worker processes, started (warming) at construction.
+    backend: passed to the namespace factory (``envs.tools.build_namespace``).
+    cpu_time_s: CPU-time budget per program (RLIMIT_CPU, whole seconds);
+        defaults to timeout_s.
+    cache: memoise results per (program text, image content, entry).
+    namespace_factory: "module:function" building program globals in the
+        worker; default ``envs.tools:build_namespace``.
+    lockdown: kernel confinement of workers; False only for debugging.
+    max_tasks_per_worker: a worker is replaced after this many programs (or when
+        its peak memory passes half the budget), so slow leaks cannot turn into
+        memory errors charged to innocent programs.
+    debug: let workers write to this process's stderr.
+    """
+
     def __init__(self, timeout_s: float = 5.0, memory_mb: int | None = 1024, workers: int = 2,
                  backend: str = "shapes-cv", cpu_time_s: float | None = None, cache: bool = True,
                  *, namespace_factory: str | None = None, lockdown: bool = True,
-                 cache_size: int = 50_000, debug: bool = False):
+                 cache_size: int = 50_000, max_tasks_per_worker: int = 2000,
+                 debug: bool = False):
         if timeout_s <= 0 or workers < 1:
             raise ValueError("timeout_s must be > 0 and workers >= 1")
         self.timeout_s = float(timeout_s)
@@ -38,6 +59,7 @@ class Executor:
             "backend": backend, "memory_mb": memory_mb, "timeout_s": self.timeout_s,
             "cpu_time_s": cpu_time_s if cpu_time_s is not None else self.timeout_s,
             "lockdown": lockdown, "parent_pid": os.getpid(),
+            "max_tasks_per_worker": max(1, int(max_tasks_per_worker)),
         }
         self.cache_enabled = cache
         self.cache_size = cache_size

@@ -11,6 +11,7 @@ import importlib
 import marshal
 import os
 import pickle
+import resource
 import sys
 import traceback
 import warnings
@@ -67,6 +68,10 @@ def serve(in_fd: int, out_fd: int) -> int:
     protocol.send_json(out_fd, {"ready": True, "pid": os.getpid(), "layers": layers,
                                 "warnings": lockdown_warnings})
     cache = images.ImageLRU()
+    # Retire the worker before slow leaks (tool caches, heap fragmentation) can
+    # turn into memory errors charged to innocent programs.
+    rss_limit_kb = _peak_rss_kb() + (config["memory_mb"] or 4096) * 1024 // 2
+    served = 0
     while True:
         frame = protocol.read_frame(in_fd)
         if frame is None:
@@ -90,11 +95,18 @@ def serve(in_fd: int, out_fd: int) -> int:
                        "error": f"Error: sandbox failure: {type(exc).__name__}: {exc}",
                        "duration_s": 0.0, "stdout": ""}
         outcome["id"] = request["id"]
+        served += 1
         # After a memory blow-up the heap may stay fragmented: hand back a fresh worker.
-        outcome["recycle"] = outcome["status"] == "memory_limit"
+        outcome["recycle"] = (outcome["status"] == "memory_limit"
+                              or served >= config["max_tasks_per_worker"]
+                              or _peak_rss_kb() > rss_limit_kb)
         protocol.send_json(out_fd, outcome)
         if outcome["recycle"]:
             return 0
+
+
+def _peak_rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 class _Report:

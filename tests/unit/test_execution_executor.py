@@ -2,6 +2,8 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -10,6 +12,7 @@ from PIL import Image
 
 from envs.execution import Executor, ExecutorError, shared_executor
 from envs.execution.cli import main as cli_main
+from envs.execution.images import image_key
 
 PLAIN = "envs.execution.namespaces:plain_namespace"
 RGB = np.zeros((24, 32, 3), np.uint8)
@@ -136,6 +139,59 @@ def test_workers_killed_from_outside_are_replaced(ex):
     results = ex.run([entry(f"# {salt} {i}", f"return {i}") for i in range(4)], [RGB] * 4)
     assert [r.answer for r in results] == ["0", "1", "2", "3"]
     assert all(r.status == "ok" for r in results)
+
+
+def test_workers_are_retired_after_max_tasks():
+    with Executor(timeout_s=2.0, workers=1, max_tasks_per_worker=3,
+                  namespace_factory=PLAIN) as executor:
+        results = executor.run([entry(f"return {i}") for i in range(7)], [RGB] * 7)
+        assert [r.answer for r in results] == [str(i) for i in range(7)]
+        assert executor.stats["worker_restarts"] >= 2
+
+
+def test_a_worker_missing_an_image_asks_for_it(ex):
+    # The parent mirrors each worker's image cache; if the mirror is ever wrong
+    # the worker asks for the image instead of failing the program.
+    image = RGB.copy()
+    image[1, 1] = 99
+    for worker in ex._pool:
+        worker.images.put(image_key(image), image.nbytes)
+    [result] = ex.run([entry(f"# {time.monotonic_ns()}", "return int(image[1, 1, 0])")], [image])
+    assert result.status == "ok" and result.answer == "99"
+
+
+def test_workers_die_with_their_parent(tmp_path):
+    # The workers are busy in endless loops, so they would never notice their
+    # input closing; only the kernel (PR_SET_PDEATHSIG) can take them down.
+    script = (
+        "import os, threading, time\n"
+        "import numpy as np\n"
+        "from envs.execution import Executor\n"
+        f"ex = Executor(timeout_s=60, workers=2, namespace_factory={PLAIN!r}).wait_ready()\n"
+        "loop = 'def execute_command(image):\\n    while True:\\n        pass\\n'\n"
+        "threading.Thread(target=ex.run, args=([loop, loop + '#'], [np.zeros((2, 2, 3), "
+        "np.uint8)] * 2), daemon=True).start()\n"
+        "time.sleep(0.5)\n"
+        "print(' '.join(map(str, ex.worker_pids)), flush=True)\n"
+        "os._exit(0)\n"  # no cleanup at all
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                             os.path.abspath(__file__)))))
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_factory_that_cannot_load_fails_loudly_and_fast():
