@@ -83,21 +83,25 @@ def format_error(message: str) -> str:
     return cap_text("Error: " + (message.strip() or "unknown error"), MAX_ERROR_CHARS)
 
 
-def describe_exception(exc: BaseException, line: int | None = None) -> str:
-    """``Error: <Type>: <message> (line N)``.
+# Exceptions whose message is only a value ("'key'", "3"): they keep their type name.
+_VALUE_ONLY_MESSAGES = (KeyError, SystemExit, StopIteration)
 
-    The exception type is kept because many messages are meaningless alone
-    (a KeyError's message is just the key); the line number, when known, points
-    a re-prompted model at the statement that failed.
+
+def describe_exception(exc: BaseException) -> str:
+    """``Error: <message>`` exactly as ViUniT's re-prompting shows program output
+    (``"Error: 'list' object has no attribute 'left'"``). The type name is added
+    only where the message alone says nothing: an empty message (``Error:
+    MemoryError``) or one that is just a value (``Error: KeyError: 'colour'``).
     """
     try:
         message = str(exc).strip()
     except Exception:  # a program's own exception class may have a broken __str__
         message = "<unprintable message>"
-    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    if line is not None:
-        text += f" (line {line})"
-    return format_error(text)
+    if not message:
+        return format_error(type(exc).__name__)
+    if isinstance(exc, _VALUE_ONLY_MESSAGES):
+        return format_error(f"{type(exc).__name__}: {message}")
+    return format_error(message)
 
 
 def to_answer(value) -> str | None:

@@ -44,6 +44,8 @@ class ModuleView:
         if name == "__all__":  # for "from m import *"
             names = getattr(module, "__all__", None) or list(vars(module))
             return [n for n in names if attribute_refusal(n) is None]
+        if name == "__name__":  # for the interpreter's "cannot import name" messages
+            return module.__name__
         reason = attribute_refusal(name)
         if reason:
             raise AttributeError(reason)
@@ -174,24 +176,14 @@ def wrap_namespace(namespace: dict) -> dict:
             for k, v in namespace.items()}
 
 
-def _program_line(tb) -> int | None:
-    line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
 def classify(exc: BaseException) -> tuple[str, str]:
-    line = _program_line(exc.__traceback__)
     if isinstance(exc, ProgramTimeout):
         return "timeout", format_error(f"Timeout: {exc}")
     if isinstance(exc, MemoryError):
-        return "memory_limit", describe_exception(exc, line)
+        return "memory_limit", describe_exception(exc)
     if isinstance(exc, AssertionError):
-        return "assertion_error", describe_exception(exc, line)
-    return "runtime_error", describe_exception(exc, line)
+        return "assertion_error", describe_exception(exc)
+    return "runtime_error", describe_exception(exc)
 
 
 def run_program(report, namespace: dict, image, entry: str, timer: SoftTimer,
