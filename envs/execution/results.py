@@ -83,25 +83,22 @@ def format_error(message: str) -> str:
     return cap_text("Error: " + (message.strip() or "unknown error"), MAX_ERROR_CHARS)
 
 
-# Exceptions whose message is only a value ("'key'", "3"): they keep their type name.
-_VALUE_ONLY_MESSAGES = (KeyError, SystemExit, StopIteration)
+def describe_exception(exc: BaseException, line: int | None = None) -> str:
+    """``Error: <Type>: <message> (line N)``.
 
-
-def describe_exception(exc: BaseException) -> str:
-    """``Error: <message>`` exactly as ViUniT's re-prompting shows program output
-    (``"Error: 'list' object has no attribute 'left'"``). The type name is added
-    only where the message alone says nothing: an empty message (``Error:
-    MemoryError``) or one that is just a value (``Error: KeyError: 'colour'``).
+    ViUniT's re-prompting shows program output as ``Error: <message>``; the
+    exception type is added because many messages are meaningless alone (a
+    KeyError's message is just the key, SystemExit's just a number), and the
+    line number, when known, points a re-prompted model at the failing statement.
     """
     try:
         message = str(exc).strip()
     except Exception:  # a program's own exception class may have a broken __str__
         message = "<unprintable message>"
-    if not message:
-        return format_error(type(exc).__name__)
-    if isinstance(exc, _VALUE_ONLY_MESSAGES):
-        return format_error(f"{type(exc).__name__}: {message}")
-    return format_error(message)
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if line is not None:
+        text += f" (line {line})"
+    return format_error(text)
 
 
 def to_answer(value) -> str | None:

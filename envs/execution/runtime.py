@@ -176,14 +176,24 @@ def wrap_namespace(namespace: dict) -> dict:
             for k, v in namespace.items()}
 
 
+def _program_line(tb) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 def classify(exc: BaseException) -> tuple[str, str]:
+    line = _program_line(exc.__traceback__)
     if isinstance(exc, ProgramTimeout):
         return "timeout", format_error(f"Timeout: {exc}")
     if isinstance(exc, MemoryError):
-        return "memory_limit", describe_exception(exc)
+        return "memory_limit", describe_exception(exc, line)
     if isinstance(exc, AssertionError):
-        return "assertion_error", describe_exception(exc)
-    return "runtime_error", describe_exception(exc)
+        return "assertion_error", describe_exception(exc, line)
+    return "runtime_error", describe_exception(exc, line)
 
 
 def run_program(report, namespace: dict, image, entry: str, timer: SoftTimer,

@@ -144,10 +144,7 @@ def test_result_from_untrusted_dict_is_validated():
 
 
 def test_error_format_matches_reprompting_style():
-    # ViUniT listing 4: 'Program Output: "Error: verify_property() missing 1 required ..."'
-    assert describe_exception(TypeError("verify_property() missing 1 required positional "
-                                        "argument: 'visual_property'")) == \
-        "Error: verify_property() missing 1 required positional argument: 'visual_property'"
+    assert describe_exception(ZeroDivisionError("division by zero"), 3) == \
+        "Error: ZeroDivisionError: division by zero (line 3)"
     assert describe_exception(MemoryError()) == "Error: MemoryError"
     assert describe_exception(KeyError("colour")) == "Error: KeyError: 'colour'"
-    assert describe_exception(SystemExit(3)) == "Error: SystemExit: 3"

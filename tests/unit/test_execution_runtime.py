@@ -27,7 +27,7 @@ def run(source, namespace=None, timeout=1.0, guard=None, mutates=False):
 def test_the_runtime_import_guard_holds_without_the_static_check(statement):
     out = run(f"def execute_command(image):\n    {statement}\n")
     assert out["status"] == "runtime_error"
-    assert "not allowed" in out["error"] or "cannot import name" in out["error"], out
+    assert "ImportError" in out["error"], out
 
 
 def test_imports_give_read_only_views_without_private_or_unlisted_parts():
@@ -99,9 +99,9 @@ def test_class_guard_undoes_changes_to_shared_classes():
     assert collections.Counter("aab").most_common(1) == [("a", 2)]
 
 
-def test_errors_from_nested_calls_name_the_exception():
+def test_program_line_numbers_point_at_the_failing_statement():
     out = run("def helper():\n    return {}['missing']\n\ndef execute_command(image):\n"
               "    return helper()\n")
     assert out["status"] == "runtime_error"
-    assert out["error"] == "Error: KeyError: 'missing'"
+    assert out["error"] == "Error: KeyError: 'missing' (line 2)"
     assert math.isfinite(out["duration_s"])
