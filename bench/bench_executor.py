@@ -14,6 +14,7 @@ scenes), executed three ways in one run:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -52,11 +53,11 @@ print(json.dumps(str(namespace['execute_command'](image))))
 
 def have_tools() -> bool:
     try:
-        from envs.tools import build_namespace  # noqa: F401
-        from envs.data.programs import reference_program  # noqa: F401
+        tools = importlib.import_module("envs.tools")
+        programs = importlib.import_module("envs.data.programs")
     except ImportError:
         return False
-    return True
+    return hasattr(tools, "build_namespace") and hasattr(programs, "reference_program")
 
 
 def scenes(n: int, seed: int):
