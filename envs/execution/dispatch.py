@@ -27,11 +27,12 @@ class ExecutorError(RuntimeError):
 
 
 class Batch:
-    def __init__(self, executor, tasks, arrays, entry, bar=None):
+    def __init__(self, executor, tasks, arrays, codes, entry, bar=None):
         self.ex = executor
         self.queue = deque(tasks)
         self.attempts = dict.fromkeys(tasks, 0)
         self.arrays = arrays
+        self.codes = codes
         self.entry = entry
         self.bar = bar
         self.done: dict[tuple, ExecutionResult] = {}
@@ -84,7 +85,7 @@ class Batch:
 
     def _send(self, worker, key) -> bool:
         pkey, ikey, _ = key
-        code, mutates = self.ex._checks[pkey]
+        code, mutates = self.codes[pkey]
         array = self.arrays[ikey]
         cached = worker.images.get(ikey) is not None
         payload = pickle.dumps({

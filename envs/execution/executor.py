@@ -22,6 +22,7 @@ from .results import ExecutionResult, format_error
 from .workers import WorkerHandle
 
 DEFAULT_NAMESPACE_FACTORY = "envs.tools:build_namespace"
+_MAX_CHECKS = 10_000  # policy verdicts (with compiled code) kept for repeated programs
 
 
 class Executor:
@@ -95,7 +96,7 @@ class Executor:
         """Block until every worker has warmed up (run() does not need this; it
         starts on whichever workers are ready). Raises ExecutorError if they cannot start."""
         with self._lock:
-            Batch(self, {}, {}, None).run(until_ready=True)
+            Batch(self, {}, {}, {}, None).run(until_ready=True)
         return self
 
     @property
@@ -128,6 +129,7 @@ class Executor:
         arrays: dict[str, object] = {}
         by_id: dict[int, str] = {}   # the same image object is hashed once per call
         tasks: dict[tuple, list[int]] = {}
+        codes: dict[str, tuple] = {}  # held here so cache eviction cannot drop them mid-batch
         for i, (program, image) in enumerate(zip(programs, images)):
             if not isinstance(program, str):
                 raise TypeError(f"programs[{i}] is {type(program).__name__}, expected str")
@@ -150,10 +152,11 @@ class Executor:
                 results[i] = replace(verdict)
                 self._remember(key, verdict)
                 continue
+            codes[pkey] = verdict
             tasks.setdefault(key, []).append(i)
         if tasks:
             bar = _progress_bar(len(tasks)) if progress else None
-            done = Batch(self, tasks, arrays, entry, bar).run()
+            done = Batch(self, tasks, arrays, codes, entry, bar).run()
             for key, result in done.items():
                 self._remember(key, result)
                 for i in tasks[key]:
@@ -172,7 +175,7 @@ class Executor:
             else:
                 verdict = (marshal.dumps(report.code), report.mutates_attributes)
             self._checks[pkey] = verdict
-            if len(self._checks) > self.cache_size:
+            if len(self._checks) > _MAX_CHECKS:
                 self._checks.popitem(last=False)
         return verdict
 

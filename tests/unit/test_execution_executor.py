@@ -131,6 +131,13 @@ def test_cache_can_be_disabled():
         assert executor.stats["executed"] == 2 and executor.stats["cache_hits"] == 0
 
 
+def test_a_small_cache_evicts_without_losing_results():
+    with Executor(timeout_s=2.0, workers=1, cache_size=3, namespace_factory=PLAIN) as executor:
+        results = executor.run([entry(f"return {i}") for i in range(10)], [RGB] * 10)
+        assert [r.answer for r in results] == [str(i) for i in range(10)]
+        assert len(executor._cache) == 3
+
+
 def test_workers_killed_from_outside_are_replaced(ex):
     for pid in ex.worker_pids:
         os.kill(pid, signal.SIGKILL)
