@@ -1,8 +1,23 @@
-"""Prompt families: how a question (and optional in-context shots) becomes a prompt."""
+"""Prompt families: how a question (and optional in-context shots) becomes a prompt.
 
+- ``viper_compact`` (default): the condensed ViperGPT ImagePatch API with VQA examples.
+- ``viper_itm``: the same API with image-text matching examples (ViUniT Listing 2).
+- ``pot``: visual program-of-thought, values read off the image into code (seed 002).
+- ``tool_api``: an ``ImageObject`` with ``answer``/``describe`` to orchestrate (seed 002).
+
+``render_refinement`` builds the self-refinement prompt of any family.
+"""
+
+from envs.prompts.itm import VIPER_ITM
+from envs.prompts.pot import POT
+from envs.prompts.refine import render_refinement
+from envs.prompts.toolapi import TOOL_API
 from envs.prompts.viper import HEADER, VIPER_COMPACT, PromptFamily
 
-FAMILIES: dict[str, PromptFamily] = {VIPER_COMPACT.name: VIPER_COMPACT}
+DEFAULT_FAMILY = VIPER_COMPACT.name
+FAMILIES: dict[str, PromptFamily] = {
+    f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API)
+}
 
 
 def get_family(name: str) -> PromptFamily:
@@ -12,4 +27,5 @@ def get_family(name: str) -> PromptFamily:
         raise ValueError(f"unknown prompt family {name!r}; known: {', '.join(sorted(FAMILIES))}") from None
 
 
-__all__ = ["FAMILIES", "HEADER", "PromptFamily", "get_family"]
+__all__ = ["DEFAULT_FAMILY", "FAMILIES", "HEADER", "PromptFamily", "get_family",
+           "render_refinement"]
