@@ -110,7 +110,7 @@ class Config:
     output_dir: str = "runs"
     seed: int = 0
     model: str = "embedded:smollm2-135m-instruct"
-    dtype: str = "bfloat16"
+    dtype: str = "float32"
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     rewards: list[RewardSpec] = field(default_factory=lambda: [RewardSpec("correctness")])

@@ -1,0 +1,37 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Small enough for a 2-core CPU: a few questions, short programs, the real embedded model.
+TINY = [
+    "questions_per_iteration=3", "programs_per_question=2", "eval_questions=2",
+    "generation.max_new_tokens=40", "data.train_size=24", "data.validation_size=4",
+    "optim.micro_batch_size=4",
+]
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("WANDB_API_KEY", None)
+    env.setdefault("WANDB_SILENT", "true")
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    return env
+
+
+@pytest.fixture
+def run_iterate(tmp_path):
+    """Run train/iterate.py as a user would, in a subprocess; returns CompletedProcess."""
+
+    def run(*overrides, launcher=("python",), timeout=900, config="configs/shapes_rwr_cpu.yaml"):
+        if launcher == ("python",):
+            cmd = [sys.executable, "train/iterate.py"]
+        else:
+            cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", *launcher, "train/iterate.py"]
+        cmd += ["--config", config, f"output_dir={tmp_path / 'runs'}", *TINY, *overrides]
+        return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+
+    return run

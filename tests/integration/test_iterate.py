@@ -1,0 +1,113 @@
+"""End-to-end runs of train/iterate.py on the embedded default, with tiny budgets."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from tests.integration.conftest import ROOT, TINY, _env
+
+
+def _adapter(run_dir: Path, name: str) -> dict:
+    return load_file(str(run_dir / name / "adapter" / "adapter_model.safetensors"))
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a)
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_accelerate_launch_trains_lora_and_logs(run_iterate, tmp_path):
+    """accelerate launch, 2 iterations; the format reward pays any parsable program, so
+    there is always something to learn from."""
+    proc = run_iterate("run_name=it", "iterations=2", "rewards=[format, correctness]",
+                       launcher=("--config_file", "configs/accelerate/cpu.yaml"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "it"
+    metrics = _metrics(run_dir)
+    assert [m["iteration"] for m in metrics] == [0, 1]
+    for key in ("reward/mean", "rewards/format/mean", "rewards/correctness/mean", "rollout/pass_rate",
+                "loss/mean", "eval/accuracy", "eval/error/compile", "time/iteration"):
+        assert key in metrics[0], key
+    assert metrics[0]["rollout/samples"] == 6 and metrics[0]["loss/steps"] >= 1
+    initial = _adapter(run_dir, "iterations/initial")
+    first, second = _adapter(run_dir, "iterations/iter_000"), _adapter(run_dir, "iterations/iter_001")
+    assert not _same(initial, first) and not _same(first, second), "LoRA parameters did not change"
+    assert any(k.endswith("lora_B.weight") for k in first)
+    # The W&B run: offline (no API key in the test's environment), with our metrics in it.
+    offline = list((run_dir / "wandb").glob("offline-run-*"))
+    assert offline and list(offline[0].glob("run-*.wandb"))
+    assert (run_dir / "config.yaml").exists() and (run_dir / "best" / "best.json").exists()
+
+
+@pytest.mark.parametrize("override,message", [
+    ("bogus_key=1", "unknown config key 'bogus_key'"),
+    ("rewards=[no_such_reward]", "unknown reward 'no_such_reward'"),
+    ("data.path=/nonexistent/shapes", "data.path '/nonexistent/shapes' does not exist"),
+    ("model=/nonexistent/model", "is not a Hugging Face model folder"),
+])
+def test_bad_config_fails_fast_with_one_line_and_no_run_folder(run_iterate, tmp_path, override, message):
+    proc = run_iterate("run_name=bad", override, timeout=120)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
+    assert not (tmp_path / "runs" / "bad").exists()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_early_stopping_restores_the_best_adapter(run_iterate, tmp_path):
+    proc = run_iterate("run_name=es", "iterations=5", "rewards=[tests.helpers.declining:reward]",
+                       "early_stopping.patience=2", "eval_questions=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "es"
+    metrics = _metrics(run_dir)
+    # rewards 1.0, 0.7, 0.4: two declines in a row stop the run after the third iteration
+    assert [m["iteration"] for m in metrics] == [0, 1, 2]
+    best = json.loads((run_dir / "best" / "best.json").read_text())
+    assert best == {"iteration": -1, "reward": 1.0, "stopped_early": True}
+    # iteration 0's reward scored the initial adapter, so that is the one restored
+    assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
+    assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_002"))
+
+
+def test_resume_after_kill_logs_each_iteration_once(tmp_path):
+    run_dir = tmp_path / "runs" / "kill"
+    cmd = [sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml",
+           f"output_dir={tmp_path / 'runs'}", "run_name=kill", "iterations=3", "rewards=[format]", *TINY]
+    log = open(tmp_path / "first.log", "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 600
+    # Kill -9 once iteration 2 (index 1) is under way: iteration 1 is checkpointed, 2 is not.
+    while time.time() < deadline and proc.poll() is None:
+        if (run_dir / "iterations" / "iter_000" / "state.json").exists() and \
+                "iteration 2/3" in (tmp_path / "first.log").read_text():
+            time.sleep(3)
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (run_dir / "iterations" / "iter_001" / "state.json").exists()
+
+    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming" in again.stdout + again.stderr
+    assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1, 2]
+    assert all((run_dir / "iterations" / f"iter_{i:03d}" / "state.json").exists() for i in range(3))
+    assert not list((run_dir / "iterations").glob("*.tmp"))
+
+
+def test_existing_run_folder_needs_resume(run_iterate, tmp_path):
+    (tmp_path / "runs" / "taken").mkdir(parents=True)
+    (tmp_path / "runs" / "taken" / "metrics.jsonl").write_text("")
+    proc = run_iterate("run_name=taken", timeout=120)
+    assert proc.returncode == 2 and "pass resume=true" in proc.stderr
