@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from policies.kv import cache_of, forward
+from policies.kv import cache_of, forward, reserve
 
 # Any line that starts at column 0 after the header lies outside `execute_command`.
 _PROGRAM_END = re.compile(r"\n\S")
@@ -82,7 +82,16 @@ class HFGenerator:
         self._pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
         self._pieces = [tokenizer.convert_tokens_to_string([p]) if p is not None else "" for p in self._pieces]
 
-    def weights_changed(self) -> None:
+    @property
+    def temperature(self) -> float:
+        return self.config.temperature
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        self.config.temperature = value
+
+    def weights_changed(self, adapter_dir=None) -> None:
+        """Drop cached prefix KV: it was computed with the previous weights."""
         self._prefix_cache.clear()
 
     @torch.no_grad()
@@ -140,6 +149,7 @@ class HFGenerator:
             use_cache=True, logits_to_keep=1,
         )
         past = cache_of(logits)
+        reserve(past, cfg.max_new_tokens)
         next_logits = logits.logits[:, -1]
         last_pos = positions[:, -1]
 

@@ -35,3 +35,53 @@ def forward(model, cache=None, **kwargs):
 
 def cache_of(output):
     return output.cache if getattr(output, "cache", None) is not None else output.past_key_values
+
+
+def reserve(cache, extra_tokens: int) -> None:
+    """Give every layer of a DynamicCache room for `extra_tokens` more positions.
+
+    A DynamicCache grows by `torch.cat` each decode step, copying the whole KV (with a
+    shared 400-token prefix per row) every token: measured at 60% of a batch-64 decode
+    step on CPU. Writing into a preallocated buffer makes the step's cost the arithmetic.
+    """
+    for layer in cache.layers:
+        if getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
+            continue
+        layer.__class__ = _ReservedLayer
+        layer._reserve(extra_tokens)
+
+
+try:
+    from transformers.cache_utils import DynamicLayer as _Base
+except ImportError:  # older transformers: no per-layer cache objects, nothing to reserve
+    _Base = object
+
+
+class _ReservedLayer(_Base):
+    def _reserve(self, extra: int) -> None:
+        b, h, n, d = self.keys.shape
+        self._kbuf = self.keys.new_empty((b, h, n + extra, d))
+        self._vbuf = self.values.new_empty((b, h, n + extra, d))
+        self._kbuf[:, :, :n] = self.keys
+        self._vbuf[:, :, :n] = self.values
+        self._n = n
+        self._views()
+
+    def _views(self) -> None:
+        self.keys = self._kbuf[:, :, : self._n]
+        self.values = self._vbuf[:, :, : self._n]
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        step = key_states.shape[-2]
+        if self._n + step > self._kbuf.shape[2]:  # out of room: fall back to doubling
+            self._reserve(max(step, self._kbuf.shape[2]))
+        self._kbuf[:, :, self._n : self._n + step] = key_states
+        self._vbuf[:, :, self._n : self._n + step] = value_states
+        self._n += step
+        self._views()
+        return self.keys, self.values
+
+    def batch_select_indices(self, indices) -> None:
+        self._kbuf = self._kbuf[indices]
+        self._vbuf = self._vbuf[indices]
+        self._views()
