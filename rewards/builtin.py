@@ -19,22 +19,27 @@ def _execute(prompts, completions, image):
 
 @register("correctness")
 def correctness(prompts, completions, image=None, answer=None, answers=None, metric="gqa_accuracy", **_):
-    """The task metric of the program's answer on the question's image (Khan et al., ViUniT Eq. 9)."""
-    from rewards.metrics import get_metric
+    """The task metric of the program's answer on the question's image (Khan et al., ViUniT Eq. 9).
+
+    `metric` is a metric name, or a per-row list of names when the dataset carries a
+    `metric` column (real-dataset presets do).
+    """
+    from rewards.metrics import REFERENCE_COLUMN, get_metric
 
     if image is None or (answer is None and answers is None):
         return [None] * len(completions)
-    score = get_metric(metric)
     results = _execute(prompts, completions, image)
     out = []
     for i, result in enumerate(results):
+        name = metric[i] if isinstance(metric, (list, tuple)) else metric
         if result.status != "ok" or result.answer is None:
             out.append(0.0)
             continue
-        multi = metric in ("vqa_soft_accuracy", "anls")
-        target = (answers[i] if answers is not None else [answer[i]]) if multi else (
-            answer[i] if answer is not None else answers[i][0])
-        out.append(float(score(result.answer, target)))
+        if REFERENCE_COLUMN.get(name, "answer") == "answers":
+            target = answers[i] if answers is not None else [answer[i]]
+        else:
+            target = answer[i] if answer is not None else answers[i][0]
+        out.append(float(get_metric(name)(result.answer, target)))
     return out
 
 

@@ -81,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     policy = accelerator.unwrap_model(model)
     family = get_family(cfg.env.prompt)
     gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})
-    generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
+    if cfg.generation.backend == "vllm":
+        from policies.vllm_backend import VLLMGenerator
+
+        generator = VLLMGenerator(cfg.model, temperature=gen_cfg.temperature, top_p=gen_cfg.top_p,
+                                  max_new_tokens=gen_cfg.max_new_tokens, seed=cfg.seed + rank, max_lora_rank=cfg.lora.r)
+    else:
+        generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit)
     scorer = rewards.RewardSet([type(cfg.rewards[0])("correctness")])  # eval accuracy: the task metric
     executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb,
@@ -122,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
         if cfg.lora.init == "base":
             reset_lora(policy)
-        generator.weights_changed()
-        generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
+        if isinstance(generator, HFGenerator):
+            generator.weights_changed()
+            generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
 
         # ---------------------------------------------------- 1-3. rollout, execute, reward
         picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
@@ -149,15 +156,19 @@ def main(argv: list[str] | None = None) -> int:
         loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
                                 seed=cfg.seed + iteration, progress=main_proc)
         t_update = time.time() - t0
-        generator.weights_changed()
+        serving = None
+        if not isinstance(generator, HFGenerator):  # vLLM serves the adapter from disk
+            serving = run_dir / ckpt.ITER_DIR / f"serving_{rank}"
+            policy.save_pretrained(serving)
+        generator.weights_changed(serving)
 
         # ---------------------------------------------------- 6. held-out evaluation
         t0 = time.time()
-        generator.config.temperature = cfg.generation.eval_temperature
+        generator.temperature = cfg.generation.eval_temperature
         eval_prompts = [family.render(tokenizer, row["question"]) for row in eval_batch]
         evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
                         progress=main_proc, desc="evaluate") if eval_batch else []
-        generator.config.temperature = cfg.generation.temperature
+        generator.temperature = cfg.generation.temperature
         t_eval = time.time() - t0
 
         # ---------------------------------------------------- 7. log, checkpoint, stop

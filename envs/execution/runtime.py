@@ -44,8 +44,11 @@ class ModuleView:
         if name == "__all__":  # for "from m import *"
             names = getattr(module, "__all__", None) or list(vars(module))
             return [n for n in names if attribute_refusal(n) is None]
-        if name == "__name__":  # for the interpreter's "cannot import name" messages
-            return module.__name__
+        if name == "__name__":
+            # `from m import x` falls back to sys.modules[f"{m.__name__}.x"] when the
+            # attribute is refused; a name no module has keeps that fallback from
+            # handing out a hidden submodule someone else already imported.
+            return f"{module.__name__} (program view)"
         reason = attribute_refusal(name)
         if reason:
             raise AttributeError(reason)

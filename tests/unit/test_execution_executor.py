@@ -210,6 +210,8 @@ def test_a_factory_that_cannot_load_fails_loudly_and_fast():
 
 
 def test_shared_executor_is_one_per_process():
+    # Earlier tests (rewards, envs) may have created the process-wide one with defaults.
+    shared_executor().close()
     first = shared_executor(namespace_factory=PLAIN, workers=1)
     try:
         assert shared_executor() is first
