@@ -100,7 +100,8 @@ def _save_atomically(dd, out: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     old = None
     try:
-        dd.save_to_disk(str(tmp))
+        # One shard per split: an empty split saved with the default sharding cannot be loaded back.
+        dd.save_to_disk(str(tmp), num_shards={name: 1 for name in dd})
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the dataset should not be

@@ -35,3 +35,10 @@ def test_program_from_joins_prompt_tail_and_completion():
         "def execute_command(image):\n    return 1\n"
     assert program_from([{"role": "user", "content": prompt}],
                         [{"role": "assistant", "content": "\n    return 2"}]).endswith("    return 2\n")
+
+
+def test_program_from_reads_multimodal_message_blocks():
+    prompt = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text":
+              "# Query: q\ndef execute_command(image):\n    image_patch = ImagePatch(image)"}]}]
+    assert program_from(prompt, "\n    return 'no'") == \
+        "def execute_command(image):\n    image_patch = ImagePatch(image)\n    return 'no'\n"
