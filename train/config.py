@@ -118,6 +118,7 @@ class Config:
     questions_per_iteration: int = 32
     programs_per_question: int = 4
     eval_questions: int = 32
+    eval_counterfactuals: int = 4  # M scenes per shapes question for logical accuracy; 0 turns it off
     reward_failure_limit: int = 3
     resume: bool = False
     lora: LoraConfig = field(default_factory=LoraConfig)

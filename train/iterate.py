@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from policies.model import load_model
     from train import checkpoint as ckpt
     from train.early_stopping import EarlyStopper
+    from train.evaluate import logical_metrics, summarize
     from train.rollout import collect, status_rates
     from train.tracking import Tracker
     from train.update import Example, reward_to_weight, run_update
@@ -169,12 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
                         progress=main_proc, desc="evaluate") if eval_batch else []
         generator.temperature = cfg.generation.temperature
+        logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
+            if cfg.eval_counterfactuals else []
         t_eval = time.time() - t0
 
         # ---------------------------------------------------- 7. log, checkpoint, stop
         all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids))
                                       for r in rollouts])
         all_evals = gather_object([(r.reward, r.result.status) for r in evals])
+        all_logical = gather_object(logical)
         metrics = {"iteration": iteration}
         metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
         for name in reward_set.names:
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
         metrics["eval/questions"] = len(all_evals)
         metrics.update(status_rates([r[1] for r in all_evals], "eval"))
+        metrics.update(summarize(all_logical, "eval"))
         metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
                         "time/iteration": time.time() - t_iter})
         # The reward scores the adapter that sampled these rollouts: the previous iteration's.
@@ -204,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             tracker.log(metrics, table)
         say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
             f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
-            f"eval acc {metrics['eval/accuracy']:.3f}  ({metrics['time/iteration']:.0f}s)")
+            f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
+            f"({metrics['time/iteration']:.0f}s)")
         accelerator.wait_for_everyone()
         if stopped:
             say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
