@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from train.config import ConfigError, load_config, save_config, to_dict
-from train.setup import build_parser, load_data, validate
+from train.setup import build_parser, load_data, make_accelerator, validate
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -45,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from accelerate import Accelerator
     from accelerate.utils import gather_object
 
     import rewards
@@ -61,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.tracking import Tracker
     from train.update import Example, reward_to_weight, run_update
 
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    accelerator = make_accelerator()
     rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
     say = accelerator.print
     random.seed(cfg.seed + rank)

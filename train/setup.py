@@ -105,3 +105,18 @@ def load_data(cfg: Config, progress: bool = True):
         if split not in dd:
             raise ConfigError(f"dataset at {data.path} has no split {split!r}; it has {', '.join(dd)}")
     return dd[data.train_split], dd[data.eval_split]
+
+
+def make_accelerator():
+    """An Accelerator that runs multi-process CPU jobs too.
+
+    Without a GPU, accelerate only forms a process group when told `cpu=True`; but
+    `cpu=True` also switches DeepSpeed off, so a DeepSpeed launch keeps it unset.
+    """
+    import os
+
+    import torch
+    from accelerate import Accelerator
+
+    deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+    return Accelerator(cpu=not torch.cuda.is_available() and not deepspeed)

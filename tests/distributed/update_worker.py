@@ -13,10 +13,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
-from accelerate import Accelerator  # noqa: E402
+
 
 from tests.helpers.tiny import tiny_lora_model  # noqa: E402
 from train.config import OptimConfig  # noqa: E402
+from train.setup import make_accelerator  # noqa: E402
 from train.update import Example, run_update  # noqa: E402
 
 
@@ -29,7 +30,7 @@ def fingerprint(model) -> str:
 
 
 def main(out_dir: str) -> None:
-    accelerator = Accelerator()
+    accelerator = make_accelerator()
     rank = accelerator.process_index
     model = tiny_lora_model(seed=0)
     before = fingerprint(model)
