@@ -10,6 +10,7 @@ questions and executes its own programs; gradients meet in the update.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -38,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config, args.overrides)
         validate(cfg)
         run_dir = cfg.run_dir
-        if run_dir.exists() and any(run_dir.iterdir()) and not cfg.resume:
-            raise ConfigError(f"run folder {run_dir} already exists; pass resume=true to continue it "
+        from train.checkpoint import completed_iterations
+
+        if completed_iterations(run_dir) and not cfg.resume:
+            raise ConfigError(f"run folder {run_dir} already has iterations; pass resume=true to continue it "
                               "or choose another run_name")
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -97,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     start, wandb_id = 0, None
     done = ckpt.completed_iterations(run_dir) if cfg.resume else []
     if main_proc:
+        if not done and run_dir.exists():  # a run that died before its first checkpoint
+            shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         ckpt.clean_partial(run_dir)
         save_config(cfg, run_dir / "config.yaml")
@@ -123,97 +128,104 @@ def main(argv: list[str] | None = None) -> int:
     eval_batch = [eval_rows[i] for i in eval_index]
     stopped = False
 
-    for iteration in range(start, cfg.iterations):
-        t_iter = time.time()
-        say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
-        if cfg.lora.init == "base":
-            reset_lora(policy)
-        if isinstance(generator, HFGenerator):
-            generator.weights_changed()
-            generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
+    try:
+        for iteration in range(start, cfg.iterations):
+            t_iter = time.time()
+            say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
+            if cfg.lora.init == "base":
+                reset_lora(policy)
+            if isinstance(generator, HFGenerator):
+                generator.weights_changed()
+                generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
 
-        # ---------------------------------------------------- 1-3. rollout, execute, reward
-        picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
-        batch = [train_rows[i] for i in picks[rank::world]]
-        prompts = [family.render(tokenizer, row["question"]) for row in batch]
-        t0 = time.time()
-        rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
-                           metric=cfg.data.metric, progress=main_proc)
-        t_rollout = time.time() - t0
+            # ---------------------------------------------------- 1-3. rollout, execute, reward
+            picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
+            batch = [train_rows[i] for i in picks[rank::world]]
+            prompts = [family.render(tokenizer, row["question"]) for row in batch]
+            t0 = time.time()
+            rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
+                               metric=cfg.data.metric, progress=main_proc)
+            t_rollout = time.time() - t0
 
-        # ---------------------------------------------------- 4. rewards -> weights
-        eos = tokenizer.eos_token_id
-        examples = []
-        for ro in rollouts:
-            ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
-                                         cfg.weighting.clip_negative)
-            # A program that ended on its own is taught to end there (EOS); a truncated one is not.
-            target = ro.completion_ids + ([eos] if ro.finished else [])
-            examples.append(Example(ro.prompt_ids, target, ro.weight))
+            # ---------------------------------------------------- 4. rewards -> weights
+            eos = tokenizer.eos_token_id
+            examples = []
+            for ro in rollouts:
+                ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
+                                             cfg.weighting.clip_negative)
+                # A program that ended on its own is taught to end there (EOS); a truncated one is not.
+                target = ro.completion_ids + ([eos] if ro.finished else [])
+                examples.append(Example(ro.prompt_ids, target, ro.weight))
 
-        # ---------------------------------------------------- 5. reward-weighted NLL update
-        t0 = time.time()
-        loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
-                                seed=cfg.seed + iteration, progress=main_proc)
-        t_update = time.time() - t0
-        serving = None
-        if not isinstance(generator, HFGenerator):  # vLLM serves the adapter from disk
-            serving = run_dir / ckpt.ITER_DIR / f"serving_{rank}"
-            policy.save_pretrained(serving)
-        generator.weights_changed(serving)
+            # ---------------------------------------------------- 5. reward-weighted NLL update
+            t0 = time.time()
+            loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
+                                    seed=cfg.seed + iteration, progress=main_proc)
+            t_update = time.time() - t0
+            serving = None
+            if not isinstance(generator, HFGenerator):  # vLLM serves the adapter from disk
+                serving = run_dir / ckpt.ITER_DIR / f"serving_{rank}"
+                policy.save_pretrained(serving)
+            generator.weights_changed(serving)
 
-        # ---------------------------------------------------- 6. held-out evaluation
-        t0 = time.time()
-        generator.temperature = cfg.generation.eval_temperature
-        eval_prompts = [family.render(tokenizer, row["question"]) for row in eval_batch]
-        evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
-                        progress=main_proc, desc="evaluate") if eval_batch else []
-        generator.temperature = cfg.generation.temperature
-        logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
-            if cfg.eval_counterfactuals else []
-        t_eval = time.time() - t0
+            # ---------------------------------------------------- 6. held-out evaluation
+            t0 = time.time()
+            generator.temperature = cfg.generation.eval_temperature
+            eval_prompts = [family.render(tokenizer, row["question"]) for row in eval_batch]
+            evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
+                            progress=main_proc, desc="evaluate") if eval_batch else []
+            generator.temperature = cfg.generation.temperature
+            logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
+                if cfg.eval_counterfactuals else []
+            t_eval = time.time() - t0
 
-        # ---------------------------------------------------- 7. log, checkpoint, stop
-        all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids))
-                                      for r in rollouts])
-        all_evals = gather_object([(r.reward, r.result.status) for r in evals])
-        all_logical = gather_object(logical)
-        metrics = {"iteration": iteration}
-        metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
-        for name in reward_set.names:
-            metrics[f"rewards/{name}/mean"], metrics[f"rewards/{name}/std"] = _stats([r[3][name] for r in all_rollouts])
-        metrics.update(status_rates([r[2] for r in all_rollouts], "rollout"))
-        metrics["rollout/samples"] = len(all_rollouts)
-        metrics["rollout/weighted_samples"] = sum(r[1] > 0 for r in all_rollouts)
-        metrics["rollout/completion_tokens"] = _stats([r[4] for r in all_rollouts])[0]
-        metrics.update(loss_stats)
-        metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
-        metrics["eval/questions"] = len(all_evals)
-        metrics.update(status_rates([r[1] for r in all_evals], "eval"))
-        metrics.update(summarize(all_logical, "eval"))
-        metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
-                        "time/iteration": time.time() - t_iter})
-        # The reward scores the adapter that sampled these rollouts: the previous iteration's.
-        stopped = stopper.update(metrics["reward/mean"], iteration - 1)
-        metrics["early_stopping/declines"] = stopper.declines
-        metrics["early_stopping/best_iteration"] = stopper.best_policy
+            # ---------------------------------------------------- 7. log, checkpoint, stop
+            all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids))
+                                          for r in rollouts])
+            all_evals = gather_object([(r.reward, r.result.status) for r in evals])
+            all_logical = gather_object(logical)
+            metrics = {"iteration": iteration}
+            metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
+            for name in reward_set.names:
+                metrics[f"rewards/{name}/mean"], metrics[f"rewards/{name}/std"] = _stats([r[3][name] for r in all_rollouts])
+            metrics.update(status_rates([r[2] for r in all_rollouts], "rollout"))
+            metrics["rollout/samples"] = len(all_rollouts)
+            metrics["rollout/weighted_samples"] = sum(r[1] > 0 for r in all_rollouts)
+            metrics["rollout/completion_tokens"] = _stats([r[4] for r in all_rollouts])[0]
+            metrics.update(loss_stats)
+            metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
+            metrics["eval/questions"] = len(all_evals)
+            metrics.update(status_rates([r[1] for r in all_evals], "eval"))
+            metrics.update(summarize(all_logical, "eval"))
+            metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
+                            "time/iteration": time.time() - t_iter})
+            # The reward scores the adapter that sampled these rollouts: the previous iteration's.
+            stopped = stopper.update(metrics["reward/mean"], iteration - 1)
+            metrics["early_stopping/declines"] = stopper.declines
+            metrics["early_stopping/best_iteration"] = stopper.best_policy
 
-        if main_proc:
-            state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
-            ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state)
-            table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
-                      "answer": r.result.answer, "expected": batch[r.row].get("answer"), "status": r.result.status,
-                      **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
-                     for r in rollouts[: cfg.tracking.table_rows]]
-            tracker.log(metrics, table)
-        say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
-            f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
-            f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
-            f"({metrics['time/iteration']:.0f}s)")
-        accelerator.wait_for_everyone()
-        if stopped:
-            say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
-            break
+            if main_proc:
+                state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
+                ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state)
+                table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
+                          "answer": r.result.answer, "expected": batch[r.row].get("answer"), "status": r.result.status,
+                          **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
+                         for r in rollouts[: cfg.tracking.table_rows]]
+                tracker.log(metrics, table)
+            say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
+                f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
+                f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
+                f"({metrics['time/iteration']:.0f}s)")
+            accelerator.wait_for_everyone()
+            if stopped:
+                say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
+                break
+    except BaseException:
+        # No partial output: a run that fails before its first checkpoint leaves nothing behind.
+        if main_proc and not ckpt.completed_iterations(run_dir):
+            tracker.finish()
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
 
     # ------------------------------------------------------------------ finish
     if main_proc:

@@ -107,7 +107,16 @@ def test_resume_after_kill_logs_each_iteration_once(tmp_path):
 
 
 def test_existing_run_folder_needs_resume(run_iterate, tmp_path):
-    (tmp_path / "runs" / "taken").mkdir(parents=True)
-    (tmp_path / "runs" / "taken" / "metrics.jsonl").write_text("")
+    done = tmp_path / "runs" / "taken" / "iterations" / "iter_000"
+    done.mkdir(parents=True)
+    (done / "state.json").write_text("{}")
     proc = run_iterate("run_name=taken", timeout=120)
     assert proc.returncode == 2 and "pass resume=true" in proc.stderr
+
+
+def test_a_failing_reward_stops_the_run_with_its_traceback_and_leaves_nothing(run_iterate, tmp_path):
+    proc = run_iterate("run_name=broken", "iterations=1", "rewards=[tests.helpers.broken:reward]",
+                       "reward_failure_limit=1", "eval_questions=0")
+    assert proc.returncode != 0
+    assert "this reward is broken on purpose" in proc.stderr and "RewardFailure" in proc.stderr
+    assert not (tmp_path / "runs" / "broken").exists()
