@@ -68,3 +68,17 @@ def test_top_p_never_samples_outside_the_nucleus():
     draws = {int(sample_top_p(logits, 1.0, 0.8, g)) for _ in range(300)}
     assert draws == {0, 1}
     assert int(sample_top_p(logits, 0.0, 0.9, g)) == 0
+
+
+def test_bf16_sampling_distribution_tracks_fp32():
+    """bf16 weights must not distort what is sampled: the top-p distributions of the
+    next token stay within a small total-variation distance of the fp32 ones."""
+    ids = torch.tensor([[ord(c) for c in "def execute_command(image):\n    return "]])
+    probs = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        model = tiny_lora_model(seed=4, dtype=dtype)
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, -1].float()
+        probs[dtype] = torch.softmax(logits, -1)
+    tv = 0.5 * float((probs[torch.float32] - probs[torch.bfloat16]).abs().sum())
+    assert tv < 0.02, tv
