@@ -16,10 +16,15 @@ def build_namespace(backend: str = "shapes-cv", llm=None, **kwargs) -> dict:
     best_image_match, distance, llm_query, coerce_to_numeric, math and typing names.
 
     ``llm`` (callable question -> str) answers ``llm_query``; other keyword arguments go
-    to the backend factory.
+    to the backend factory.  ``backend="host:PATH"`` (``ToolHost.spec``) forwards every
+    tool call to a tool host, so heavy models never load inside a sandbox worker.
     """
     from envs.tools.api import make_api
 
+    if backend.startswith("host:"):
+        from envs.tools.host_client import connect
+
+        return make_api(connect(backend, **kwargs), llm=llm)
     return make_api(get_backend(backend, **kwargs), llm=llm)
 
 

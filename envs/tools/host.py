@@ -1,0 +1,346 @@
+"""The tool host: heavy perception models and the text LLM live here, outside the sandbox.
+
+Sandbox workers get only a socket (``Executor(backend=host.spec)``; see host_client.py).
+The host reads requests from every worker, waits ``batch_window_s`` for more to arrive
+(ViperGPT batches its GPU models the same way), groups them by method, and answers each
+group with one batched backend call when the backend offers ``batch_<method>(views,
+args_list)``.  Workers may run hostile code, so everything they send is validated here:
+JSON headers only, known methods, typed arguments, boxes inside the image, and an image
+digest recomputed from the pixels (a forged digest could otherwise poison the cache other
+workers read).
+
+    with ToolHost("hf", {"detector": "google/owlv2-base-patch16"}) as host, \\
+            Executor(backend=host.spec) as ex:
+        ex.run(programs, images)
+
+Run it as its own process with ``python -m envs.tools.host --backend hf --socket PATH``.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from envs.tools.api import _digest
+from envs.tools.backend import Backend, View
+from envs.tools.host_client import METHODS, PREFIX, FrameReader, encode
+
+DEFAULT_LLM = "embedded:smollm2-135m-instruct"
+_ARG_TYPES = {"find": (str,), "exists": (str,), "verify_property": (str, str),
+              "simple_query": (str,), "match_score": (str,), "describe": (), "answer": (str,),
+              "llm_query": (str, bool)}
+_MAX_TEXT = 4096
+_MAX_SIDE = 16384
+
+
+class ToolHost:
+    """Serves one Backend (and optionally a text LLM for ``llm_query``) on a Unix socket.
+
+    backend: registry name (built with ``backend_kwargs``) or a Backend instance.
+    llm: model name for ``policies.model.load_model`` (default: the embedded SmolLM2),
+        an object with ``batch(questions, long_answers) -> list[str]``, a callable
+        ``question -> str``, or None (llm_query then raises in the program).
+    local: serve only ``llm_query``; workers run the (light, named) backend themselves.
+    """
+
+    def __init__(self, backend="hf", backend_kwargs: dict | None = None, llm=DEFAULT_LLM, *,
+                 socket_path: str | None = None, local: bool = False,
+                 batch_window_s: float = 0.005, max_batch: int = 64, cache_size: int = 20000,
+                 image_cache: int = 256):
+        if local and not isinstance(backend, str):
+            raise ValueError("local=True needs a backend name that workers can build")
+        self.backend_name = backend if isinstance(backend, str) else backend.name
+        self.local = local
+        self.backend: Backend | None = None
+        if not local:
+            if isinstance(backend, str):
+                from envs.tools.registry import get_backend
+                backend = get_backend(backend, **(backend_kwargs or {}))
+            self.backend = backend
+        if isinstance(llm, str):
+            from envs.tools.text_llm import TextLLM
+            llm = TextLLM(llm)
+        self.llm = llm
+        self.batch_window_s = batch_window_s
+        self.max_batch = max_batch
+        self._tmpdir = None
+        if socket_path is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="vprl-host-")  # 0700: only our uid
+            socket_path = os.path.join(self._tmpdir, "tools.sock")
+        self.socket_path = socket_path
+        self._cache: OrderedDict = OrderedDict()
+        self._cache_size = cache_size
+        self._images: OrderedDict = OrderedDict()
+        self._image_cache = image_cache
+        self._queue: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._conns: set = set()
+        self._threads: list = []
+        self._listener = None
+        self.stats = {"requests": 0, "batches": 0, "backend_calls": 0, "cache_hits": 0}
+
+    @property
+    def spec(self) -> str:
+        """What to pass as ``Executor(backend=...)`` / ``build_namespace(...)``."""
+        return PREFIX + self.socket_path + (f"#{self.backend_name}" if self.local else "")
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> "ToolHost":
+        if hasattr(self.llm, "load"):  # now, not on the first request (which would time out)
+            self.llm.load()
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.socket_path)
+        self._listener.listen(256)
+        self._listener.settimeout(0.2)  # so close() is noticed
+        for target in (self._accept_loop, self._batch_loop):
+            thread = threading.Thread(target=target, daemon=True, name=f"tool-host-{target.__name__}")
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        for sock in [self._listener, *list(self._conns)]:
+            if sock is not None:
+                try:  # shutdown wakes workers blocked on recv: they see EOF at once
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        elif os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ network
+    def _accept_loop(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            conn.settimeout(10.0)  # a worker that stops reading cannot stall the host
+            self._conns.add(conn)
+            lock = threading.Lock()
+            threading.Thread(target=self._read_loop, args=(conn, lock), daemon=True).start()
+
+    def _read_loop(self, conn, lock):
+        reader = FrameReader()
+        try:
+            while not self._stop.is_set():
+                try:
+                    chunk = conn.recv(1 << 16)
+                except socket.timeout:
+                    continue
+                if not chunk:
+                    break
+                for header, blob in reader.feed(chunk):
+                    if header.get("method") == "hello":  # no model involved: answer now
+                        self._reply(conn, lock, header.get("id"),
+                                    {"result": "ok", "backend": self._cache_key()})
+                    else:
+                        self._queue.put((conn, lock, header, blob))
+        except (OSError, ValueError):
+            pass  # a dead or misbehaving worker: drop its connection
+        self._conns.discard(conn)
+        conn.close()
+
+    def _reply(self, conn, lock, rid, body: dict) -> None:
+        body["id"] = rid
+        try:
+            with lock:
+                conn.sendall(encode(body))
+        except OSError:
+            self._conns.discard(conn)
+
+    # ----------------------------------------------------------------- batching
+    def _batch_loop(self):
+        while not self._stop.is_set():
+            try:
+                batch = [self._queue.get(timeout=0.2)]
+            except queue.Empty:
+                continue
+            deadline = time.monotonic() + self.batch_window_s
+            while len(batch) < self.max_batch:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    batch.append(self._queue.get(timeout=remaining))
+                except queue.Empty:
+                    break
+            self._handle(batch)
+
+    def _handle(self, batch: list) -> None:
+        self.stats["batches"] += 1
+        groups: dict = {}  # method -> {cache key: (view, args, [(conn, lock, id)])}
+        for conn, lock, header, blob in batch:
+            self.stats["requests"] += 1
+            rid = header.get("id")
+            try:
+                method, view, args = self._parse(header, blob)
+            except _NeedImage:
+                self._reply(conn, lock, rid, {"need_image": True})
+                continue
+            except (ValueError, TypeError, KeyError) as exc:
+                self._reply(conn, lock, rid, {"error": f"bad tool request: {exc}"})
+                continue
+            key = (method, view.digest if view else None, view.box if view else None, args)
+            if key in self._cache:
+                self.stats["cache_hits"] += 1
+                self._cache.move_to_end(key)
+                self._reply(conn, lock, rid, {"result": self._cache[key]})
+                continue
+            entry = groups.setdefault(method, {}).setdefault(key, (view, args, []))
+            entry[2].append((conn, lock, rid))
+        for method, calls in groups.items():
+            keys = list(calls)
+            outcomes = self._compute(method, [calls[k][0] for k in keys],
+                                     [calls[k][1] for k in keys])
+            for key, (ok, value) in zip(keys, outcomes):
+                if ok:
+                    self._cache[key] = value
+                    if len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+                body = {"result": value} if ok else {"error": value}
+                for conn, lock, rid in calls[key][2]:
+                    self._reply(conn, lock, rid, dict(body))
+
+    def _compute(self, method: str, views: list, args_list: list) -> list:
+        """[(ok, json value or error message)] per call; one batched call when possible."""
+        if method == "llm_query":
+            target, batched = self.llm, getattr(self.llm, "batch", None)
+            if target is None:
+                return [(False, "llm_query has no LLM: start the ToolHost with llm=<model "
+                                "name or callable>")] * len(args_list)
+            single = (lambda _view, q, _long: target(q)) if callable(target) else None
+            if batched is not None:
+                batched_fn = lambda _views, a: batched([x[0] for x in a], [x[1] for x in a])
+            else:
+                batched_fn = None
+        else:
+            batched_fn = getattr(self.backend, f"batch_{method}", None)
+            single = getattr(self.backend, method)
+        if batched_fn is not None and len(args_list) > 1:
+            try:
+                self.stats["backend_calls"] += 1
+                return [(True, _jsonable(v)) for v in batched_fn(views, args_list)]
+            except Exception:
+                pass  # answer one by one so each request gets its own error
+        outcomes = []
+        for view, args in zip(views, args_list):
+            self.stats["backend_calls"] += 1
+            try:
+                value = batched_fn([view], [args])[0] if batched_fn else single(view, *args)
+                outcomes.append((True, _jsonable(value)))
+            except Exception as exc:  # the program sees the tool's message as runtime_error
+                outcomes.append((False, str(exc) or type(exc).__name__))
+        return outcomes
+
+    def _cache_key(self) -> str:
+        return self.backend.cache_key if self.backend is not None else self.backend_name
+
+    # --------------------------------------------------------------- validation
+    def _parse(self, header: dict, blob: bytes):
+        method = header.get("method")
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}")
+        if method != "llm_query" and self.backend is None:
+            raise ValueError("this host serves llm_query only (vision runs in the worker)")
+        args = header.get("args")
+        types = _ARG_TYPES[method]
+        if not isinstance(args, list) or len(args) != len(types) or not all(
+                type(a) is t for a, t in zip(args, types)):
+            raise TypeError(f"{method} takes arguments of types {[t.__name__ for t in types]}")
+        if any(isinstance(a, str) and len(a) > _MAX_TEXT for a in args):
+            raise ValueError(f"text arguments are limited to {_MAX_TEXT} characters")
+        if method == "llm_query":
+            return method, None, tuple(args)
+        return method, self._view(header, blob), tuple(args)
+
+    def _view(self, header: dict, blob: bytes) -> View:
+        digest, shape, box = header["digest"], header["shape"], header["box"]
+        if not (isinstance(shape, list) and len(shape) == 3 and shape[2] == 3
+                and all(type(v) is int and 0 < v <= _MAX_SIDE for v in shape)):
+            raise ValueError(f"bad image shape {shape!r}")
+        if blob:
+            if len(blob) != shape[0] * shape[1] * 3:
+                raise ValueError("image bytes do not match its shape")
+            root = np.frombuffer(blob, dtype=np.uint8).reshape(shape)
+            if _digest(root) != digest:
+                raise ValueError("image digest does not match its pixels")
+            self._images[digest] = root
+            if len(self._images) > self._image_cache:
+                self._images.popitem(last=False)
+        root = self._images.get(digest)
+        if root is None:
+            raise _NeedImage
+        self._images.move_to_end(digest)
+        h, w = root.shape[:2]
+        if not (isinstance(box, list) and len(box) == 4 and all(type(v) is int for v in box)):
+            raise ValueError(f"bad box {box!r}")
+        left, lower, right, upper = box
+        if not (0 <= left < right <= w and 0 <= lower < upper <= h):
+            raise ValueError(f"box {box} is outside the {w}x{h} image")
+        return View(root[h - upper:h - lower, left:right], root, tuple(box), digest)
+
+
+class _NeedImage(Exception):
+    pass
+
+
+def _jsonable(value):
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return str(value)
+
+
+def main(argv=None) -> int:
+    import argparse
+    import json
+    import signal
+
+    parser = argparse.ArgumentParser(description="Serve vprl tools to sandbox workers.")
+    parser.add_argument("--backend", default="hf")
+    parser.add_argument("--backend-kwargs", default="{}", help="JSON object")
+    parser.add_argument("--llm", default=DEFAULT_LLM, help="model name, or 'none'")
+    parser.add_argument("--socket", required=True)
+    args = parser.parse_args(argv)
+    host = ToolHost(args.backend, json.loads(args.backend_kwargs),
+                    None if args.llm == "none" else args.llm, socket_path=args.socket).start()
+    print(host.spec, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    host.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,179 @@
+"""The tool host: models outside the sandbox, workers talking to it over a socket.
+
+These use real sandboxed programs (envs.execution.Executor with full lockdown), which
+proves the worker's connection, made during warm-up, keeps working under seccomp and
+Landlock.  Backends here are shapes-cv or small fakes: the point is the plumbing."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from envs.data.shapes import render, sample_scene
+from envs.execution import Executor
+from envs.tools import build_namespace
+from envs.tools.backend import Backend
+from envs.tools.host import ToolHost
+from envs.tools.host_client import Connection, FrameReader, HostClient, encode
+
+IMAGE = render(sample_scene(np.random.default_rng(3)))
+FIND = """def execute_command(image):
+    patches = ImagePatch(image).find("object")
+    return ",".join(str((p.left, p.lower, p.right, p.upper)) for p in patches)
+"""
+
+
+class CountingBackend(Backend):
+    """Answers find with one fixed box and counts batched calls."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.batches = []
+
+    def find(self, view, phrase):
+        return ((1, 2, 3, 4),)
+
+    def batch_find(self, views, args_list):
+        self.batches.append(len(views))
+        if any(a[0] == "boom" for a in args_list):
+            raise ValueError("detector exploded on 'boom'")
+        return [((len(a[0]), 0, len(a[0]) + 1, 1),) for a in args_list]
+
+    def verify_property(self, view, object_name, prop):
+        return True
+
+    def simple_query(self, view, question):
+        return "blue"
+
+
+def test_sandboxed_programs_use_the_host_and_match_local_results():
+    local = build_namespace("shapes-cv")["ImagePatch"](IMAGE).find("object")
+    expected = ",".join(str((p.left, p.lower, p.right, p.upper)) for p in local)
+    llm_prog = "def execute_command(image):\n    return llm_query('capital of France?')\n"
+    with ToolHost("shapes-cv", llm=lambda q: "Paris " + q) as host, \
+            Executor(workers=1, timeout_s=5, backend=host.spec) as ex:
+        find, llm = ex.run([FIND, llm_prog], [IMAGE, IMAGE])
+        layers = ex.sandbox_layers
+    assert find.status == "ok", find.error
+    assert find.answer == expected.lower()
+    assert llm.status == "ok" and llm.answer == "paris capital of france?"
+    assert host.stats["requests"] == 2  # find and llm_query, both after lockdown
+    assert layers  # the connection outlived whatever lockdown the machine supports
+
+
+def test_local_mode_runs_vision_in_the_worker_and_only_llm_in_the_host():
+    prog = FIND.replace('return ",".join', 'return llm_query("x") + ",".join')
+    with ToolHost("shapes-cv", llm=lambda q: "llm", local=True) as host, \
+            Executor(workers=1, timeout_s=5, backend=host.spec) as ex:
+        (result,) = ex.run([prog], [IMAGE])
+    assert result.status == "ok" and result.answer.startswith("llm(")
+    assert host.backend is None and host.stats["requests"] == 1  # llm_query only
+
+
+def test_concurrent_requests_are_batched_into_fewer_backend_calls():
+    backend = CountingBackend()
+    n = 8
+    with ToolHost(backend, llm=None, batch_window_s=0.2) as host:
+        clients = [HostClient(Connection(host.socket_path, 10.0)) for _ in range(n)]
+        ns = [build_namespace("shapes-cv") for _ in range(n)]  # only for views
+        views = [_view(ns_i) for ns_i in ns]
+        barrier, results = threading.Barrier(n), [None] * n
+
+        def ask(i):
+            barrier.wait()
+            results[i] = clients[i].find(views[i], "x" * (i + 1))
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert results == [((i + 1, 0, i + 2, 1),) for i in range(n)]
+    assert len(backend.batches) < n and sum(backend.batches) == n
+
+
+def test_tool_errors_reach_the_program_as_runtime_errors():
+    prog = FIND.replace('"object"', '"boom"')
+    with ToolHost(CountingBackend(), llm=None) as host, \
+            Executor(workers=1, timeout_s=5, backend=host.spec) as ex:
+        (result,) = ex.run([prog], [IMAGE])
+    assert result.status == "runtime_error"
+    assert "detector exploded on 'boom'" in result.error
+
+
+def test_dead_host_gives_runtime_error_quickly():
+    host = ToolHost("shapes-cv", llm=None).start()
+    with Executor(workers=1, timeout_s=5, backend=host.spec) as ex:
+        (first,) = ex.run([FIND], [IMAGE])
+        host.close()
+        start = time.monotonic()
+        (second,) = ex.run([FIND.replace("object", "red object")], [IMAGE])
+        elapsed = time.monotonic() - start
+        (plain,) = ex.run(["def execute_command(image):\n    return 2\n"], [IMAGE])
+    assert first.status == "ok"
+    assert second.status == "runtime_error" and "tool host" in second.error
+    assert elapsed < 3
+    assert plain.status == "ok"  # the worker itself survives
+
+
+def test_missing_host_gives_runtime_error(tmp_path):
+    with Executor(workers=1, timeout_s=5, backend=f"host:{tmp_path}/none.sock") as ex:
+        (result,) = ex.run([FIND], [IMAGE])
+    assert result.status == "runtime_error" and "cannot reach the tool host" in result.error
+
+
+def test_stuck_host_ends_in_timeout_not_a_hang(tmp_path):
+    """A host that answers the handshake and then never again."""
+    path = str(tmp_path / "stuck.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    held = []
+
+    def serve():
+        conn, _ = server.accept()
+        held.append(conn)
+        reader = FrameReader()
+        while True:
+            frames = reader.feed(conn.recv(65536))
+            if frames:
+                conn.sendall(encode({"id": frames[0][0]["id"], "result": "ok", "backend": "x"}))
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    with Executor(workers=1, timeout_s=1, backend=f"host:{path}") as ex:
+        start = time.monotonic()
+        (result,) = ex.run([FIND], [IMAGE])
+        elapsed = time.monotonic() - start
+    server.close()
+    assert result.status == "timeout" and elapsed < 3.5
+
+
+def test_host_rejects_malformed_and_forged_requests():
+    with ToolHost(CountingBackend(), llm=None) as host:
+        conn = Connection(host.socket_path, 5.0)
+        view = _view(build_namespace("shapes-cv"))
+        good = {"digest": view.digest, "shape": list(view.root.shape), "box": list(view.box)}
+        blob = view.root.tobytes()
+        cases = [({"method": "__init__", "args": []}, b""),
+                 ({"method": "find", "args": [1]} | good, blob),
+                 ({"method": "find", "args": ["x"]} | good | {"digest": "0" * 32}, blob),
+                 ({"method": "find", "args": ["x"]} | good | {"box": [0, 0, 10_000, 5]}, blob),
+                 ({"method": "find", "args": ["x"]} | good, blob[:-1])]
+        replies = [conn.request(dict(h), b) for h, b in cases]
+        assert all("error" in r for r in replies), replies
+        assert conn.request({"method": "find", "args": ["x"]} | good, blob)["result"]
+
+
+def _view(namespace):
+    """A View of IMAGE, taken the way the API builds one (full image, bottom-left box)."""
+    from envs.tools.api import _digest, to_array
+    from envs.tools.backend import View
+
+    root = to_array(IMAGE)
+    h, w = root.shape[:2]
+    return View(root, root, (0, 0, w, h), _digest(root))
