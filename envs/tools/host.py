@@ -4,10 +4,7 @@ Sandbox workers get only a socket (``Executor(backend=host.spec)``; see host_cli
 The host reads requests from every worker, waits ``batch_window_s`` for more to arrive
 (ViperGPT batches its GPU models the same way), groups them by method, and answers each
 group with one batched backend call when the backend offers ``batch_<method>(views,
-args_list)``.  Workers may run hostile code, so everything they send is validated here:
-JSON headers only, known methods, typed arguments, boxes inside the image, and an image
-digest recomputed from the pixels (a forged digest could otherwise poison the cache other
-workers read).
+args_list)``.  Requests are validated in host_requests.py: workers may run hostile code.
 
     with ToolHost("hf", {"detector": "google/owlv2-base-patch16"}) as host, \\
             Executor(backend=host.spec) as ex:
@@ -26,18 +23,11 @@ import threading
 import time
 from collections import OrderedDict
 
-import numpy as np
-
-from envs.tools.api import _digest
-from envs.tools.backend import Backend, View
-from envs.tools.host_client import METHODS, PREFIX, FrameReader, encode
+from envs.tools.backend import Backend
+from envs.tools.host_client import PREFIX, FrameReader, encode
+from envs.tools.host_requests import ImageStore, NeedImage, jsonable, parse_request
 
 DEFAULT_LLM = "embedded:smollm2-135m-instruct"
-_ARG_TYPES = {"find": (str,), "exists": (str,), "verify_property": (str, str),
-              "simple_query": (str,), "match_score": (str,), "describe": (), "answer": (str,),
-              "llm_query": (str, bool)}
-_MAX_TEXT = 4096
-_MAX_SIDE = 16384
 
 
 class ToolHost:
@@ -77,8 +67,7 @@ class ToolHost:
         self.socket_path = socket_path
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size
-        self._images: OrderedDict = OrderedDict()
-        self._image_cache = image_cache
+        self._images = ImageStore(image_cache)
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._conns: set = set()
@@ -195,8 +184,9 @@ class ToolHost:
             self.stats["requests"] += 1
             rid = header.get("id")
             try:
-                method, view, args = self._parse(header, blob)
-            except _NeedImage:
+                method, view, args = parse_request(header, blob, self._images,
+                                                   vision=self.backend is not None)
+            except NeedImage:
                 self._reply(conn, lock, rid, {"need_image": True})
                 continue
             except (ValueError, TypeError, KeyError) as exc:
@@ -241,7 +231,7 @@ class ToolHost:
         if batched_fn is not None and len(args_list) > 1:
             try:
                 self.stats["backend_calls"] += 1
-                return [(True, _jsonable(v)) for v in batched_fn(views, args_list)]
+                return [(True, jsonable(v)) for v in batched_fn(views, args_list)]
             except Exception:
                 pass  # answer one by one so each request gets its own error
         outcomes = []
@@ -249,73 +239,13 @@ class ToolHost:
             self.stats["backend_calls"] += 1
             try:
                 value = batched_fn([view], [args])[0] if batched_fn else single(view, *args)
-                outcomes.append((True, _jsonable(value)))
+                outcomes.append((True, jsonable(value)))
             except Exception as exc:  # the program sees the tool's message as runtime_error
                 outcomes.append((False, str(exc) or type(exc).__name__))
         return outcomes
 
     def _cache_key(self) -> str:
         return self.backend.cache_key if self.backend is not None else self.backend_name
-
-    # --------------------------------------------------------------- validation
-    def _parse(self, header: dict, blob: bytes):
-        method = header.get("method")
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}")
-        if method != "llm_query" and self.backend is None:
-            raise ValueError("this host serves llm_query only (vision runs in the worker)")
-        args = header.get("args")
-        types = _ARG_TYPES[method]
-        if not isinstance(args, list) or len(args) != len(types) or not all(
-                type(a) is t for a, t in zip(args, types)):
-            raise TypeError(f"{method} takes arguments of types {[t.__name__ for t in types]}")
-        if any(isinstance(a, str) and len(a) > _MAX_TEXT for a in args):
-            raise ValueError(f"text arguments are limited to {_MAX_TEXT} characters")
-        if method == "llm_query":
-            return method, None, tuple(args)
-        return method, self._view(header, blob), tuple(args)
-
-    def _view(self, header: dict, blob: bytes) -> View:
-        digest, shape, box = header["digest"], header["shape"], header["box"]
-        if not (isinstance(shape, list) and len(shape) == 3 and shape[2] == 3
-                and all(type(v) is int and 0 < v <= _MAX_SIDE for v in shape)):
-            raise ValueError(f"bad image shape {shape!r}")
-        if blob:
-            if len(blob) != shape[0] * shape[1] * 3:
-                raise ValueError("image bytes do not match its shape")
-            root = np.frombuffer(blob, dtype=np.uint8).reshape(shape)
-            if _digest(root) != digest:
-                raise ValueError("image digest does not match its pixels")
-            self._images[digest] = root
-            if len(self._images) > self._image_cache:
-                self._images.popitem(last=False)
-        root = self._images.get(digest)
-        if root is None:
-            raise _NeedImage
-        self._images.move_to_end(digest)
-        h, w = root.shape[:2]
-        if not (isinstance(box, list) and len(box) == 4 and all(type(v) is int for v in box)):
-            raise ValueError(f"bad box {box!r}")
-        left, lower, right, upper = box
-        if not (0 <= left < right <= w and 0 <= lower < upper <= h):
-            raise ValueError(f"box {box} is outside the {w}x{h} image")
-        return View(root[h - upper:h - lower, left:right], root, tuple(box), digest)
-
-
-class _NeedImage(Exception):
-    pass
-
-
-def _jsonable(value):
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value)
-    return str(value)
 
 
 def main(argv=None) -> int:
