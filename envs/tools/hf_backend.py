@@ -197,8 +197,11 @@ class HFBackend(Backend):
     def _similarity(self, views: list, texts: list) -> np.ndarray:
         """Logit-scaled image-text similarity, (len(views), len(texts))."""
         comp = self.component("clip")
+        # SigLIP was trained on texts padded to full length; CLIP on padded-to-longest.
+        siglip = "siglip" in getattr(comp.model.config, "model_type", "")
+        text = self._texts(comp, texts, comp.tokenizer.model_max_length if siglip else None)
         with self.torch.inference_mode():
-            out = comp.model(pixel_values=self._pixels(comp, views), **self._texts(comp, texts))
+            out = comp.model(pixel_values=self._pixels(comp, views), **text)
         return out.logits_per_image.float().cpu().numpy()
 
     def batch_match_score(self, views, args_list):

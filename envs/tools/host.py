@@ -125,7 +125,7 @@ class ToolHost:
                 continue
             except OSError:
                 return
-            conn.settimeout(10.0)  # a worker that stops reading cannot stall the host
+            conn.settimeout(2.0)  # a worker that stops reading cannot stall the batcher long
             self._conns.add(conn)
             lock = threading.Lock()
             threading.Thread(target=self._read_loop, args=(conn, lock), daemon=True).start()
