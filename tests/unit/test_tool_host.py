@@ -153,6 +153,41 @@ def test_stuck_host_ends_in_timeout_not_a_hang(tmp_path):
     assert result.status == "timeout" and elapsed < 3.5
 
 
+class SlowBackend(CountingBackend):
+    def batch_find(self, views, args_list):
+        if any(a[0] == "slow" for a in args_list):
+            time.sleep(1.5)
+        return super().batch_find(views, args_list)
+
+
+def test_a_timeout_during_a_tool_call_leaves_the_connection_in_sync():
+    """The late reply to the abandoned call must not be taken as the next call's answer."""
+    slow = FIND.replace('"object"', '"slow"')
+    fast = FIND.replace('"object"', '"fast"')
+    with ToolHost(SlowBackend(), llm=None) as host, \
+            Executor(workers=1, timeout_s=1, backend=host.spec) as ex:
+        (first,) = ex.run([slow], [IMAGE])
+        (second,) = ex.run([fast], [IMAGE])
+        restarts = ex.stats["worker_restarts"]
+    assert first.status == "timeout"
+    assert second.status == "ok" and second.answer == "(4, 0, 5, 1)", second
+    assert restarts == 0  # the same worker, its socket still usable
+
+
+def test_evicted_images_are_sent_again():
+    other = np.array(IMAGE)[::-1].copy()
+    with ToolHost("shapes-cv", llm=None, image_cache=1) as host:
+        client = HostClient(Connection(host.socket_path, 10.0))
+        local = build_namespace("shapes-cv")
+        for image in (IMAGE, other, IMAGE, other):
+            view = _view(local, image)
+            expected = local["ImagePatch"](image).find("object")
+            got = client.find(view, "object")
+            assert [tuple(b) for b in got] == [(p.left, p.lower, p.right, p.upper)
+                                               for p in expected]
+    assert host.stats["requests"] == 6  # the last two asked first without pixels
+
+
 def test_host_rejects_malformed_and_forged_requests():
     with ToolHost(CountingBackend(), llm=None) as host:
         conn = Connection(host.socket_path, 5.0)
@@ -169,12 +204,12 @@ def test_host_rejects_malformed_and_forged_requests():
         assert conn.request({"method": "find", "args": ["x"]} | good, blob)["result"]
 
 
-def _view(namespace):
-    """A View of IMAGE, taken the way the API builds one (full image, bottom-left box)."""
+def _view(namespace, image=IMAGE):
+    """A View of the whole image, taken the way the API builds one."""
     from envs.tools.api import _digest, to_array
     from envs.tools.backend import View
 
-    root = to_array(IMAGE)
+    root = to_array(image)
     h, w = root.shape[:2]
     return View(root, root, (0, 0, w, h), _digest(root))
 
