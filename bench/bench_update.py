@@ -67,7 +67,7 @@ def sft(pairs, tok, batch):
     data = datasets.Dataset.from_dict({"prompt": [p for p, _ in pairs], "completion": [c for _, c in pairs]})
     with tempfile.TemporaryDirectory() as out:
         args = SFTConfig(output_dir=out, per_device_train_batch_size=batch, num_train_epochs=1, learning_rate=2e-4,
-                         warmup_ratio=0.1, max_grad_norm=0.3, lr_scheduler_type="linear", report_to=[],
+                         warmup_steps=0.1, max_grad_norm=0.3, lr_scheduler_type="linear", report_to=[],
                          logging_steps=1000, save_strategy="no", use_cpu=True, dataloader_num_workers=0)
         peft = PeftLora(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                         task_type="CAUSAL_LM")

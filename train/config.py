@@ -92,6 +92,8 @@ class DataConfig:
 class EnvConfig:
     prompt: str = "viper_compact"
     backend: str = "shapes-cv"
+    backend_kwargs: dict = field(default_factory=dict)  # e.g. {detector: PATH, vqa: PATH, clip: PATH} for hf
+    tool_host: str = "auto"  # auto: heavy backends (anything but shapes-cv) run in a tool host | always | never
     timeout_s: float = 5.0
     memory_mb: int = 1024
     workers: int = 2

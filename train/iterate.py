@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from train.config import ConfigError, load_config, save_config, to_dict
-from train.setup import build_parser, load_data, make_accelerator, validate
+from train.setup import build_parser, load_data, make_accelerator, start_tool_host, validate
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit)
     scorer = rewards.RewardSet([type(cfg.rewards[0])("correctness")])  # eval accuracy: the task metric
-    executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb,
-                               workers=cfg.env.workers, backend=cfg.env.backend)
+    tool_host = start_tool_host(cfg.env)  # model-backed tools live outside the sandbox
+    executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
+                               backend=tool_host.spec if tool_host else cfg.env.backend)
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
 
     start, wandb_id = 0, None
@@ -239,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"done: {run_dir} (best adapter: iteration {best})")
     accelerator.wait_for_everyone()
     executor.close()
+    if tool_host:
+        tool_host.close()
     accelerator.end_training()
     return 0
 

@@ -48,6 +48,8 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"env.prompt {cfg.env.prompt!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
     if cfg.env.backend not in available_backends():
         raise ConfigError(f"env.backend {cfg.env.backend!r} is unknown; known: {', '.join(available_backends())}")
+    if cfg.env.tool_host not in ("auto", "always", "never"):
+        raise ConfigError(f"env.tool_host {cfg.env.tool_host!r}: use auto, always or never")
     if cfg.weighting.transform not in KNOWN_TRANSFORMS:
         raise ConfigError(f"weighting.transform {cfg.weighting.transform!r}: use one of {', '.join(KNOWN_TRANSFORMS)}")
     if cfg.dtype not in DTYPES:
@@ -120,3 +122,16 @@ def make_accelerator():
 
     deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
     return Accelerator(cpu=not torch.cuda.is_available() and not deepspeed)
+
+
+def start_tool_host(env):
+    """A ToolHost for backends that hold models (sandbox workers must never load them).
+
+    Returns None when the backend runs inside the workers (shapes-cv, by default).
+    """
+    heavy = env.backend != "shapes-cv"
+    if env.tool_host == "never" or (env.tool_host == "auto" and not heavy):
+        return None
+    from envs.tools.host import ToolHost
+
+    return ToolHost(env.backend, env.backend_kwargs).start()

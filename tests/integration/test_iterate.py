@@ -120,3 +120,12 @@ def test_a_failing_reward_stops_the_run_with_its_traceback_and_leaves_nothing(ru
     assert proc.returncode != 0
     assert "this reward is broken on purpose" in proc.stderr and "RewardFailure" in proc.stderr
     assert not (tmp_path / "runs" / "broken").exists()
+
+
+def test_tools_served_by_a_tool_host(run_iterate, tmp_path):
+    """env.tool_host=always: the vision tools (and llm_query) answer from a ToolHost
+    process outside the sandbox; the run's programs still execute and score."""
+    proc = run_iterate("run_name=host", "iterations=1", "env.tool_host=always", "rewards=[executes]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics,) = _metrics(tmp_path / "runs" / "host")
+    assert metrics["rollout/samples"] == 6 and metrics["eval/pass_rate"] > 0
