@@ -86,6 +86,8 @@ class DataConfig:
     train_split: str = "train"
     eval_split: str = "validation"
     metric: str = "gqa_accuracy"
+    subsample: str | int | None = None  # real datasets: "paper" (e.g. GQA 10 per group) or a row count
+    max_bad_fraction: float = 0.05  # malformed rows (missing/corrupt image, empty question) allowed before stopping
 
 
 @dataclass

@@ -7,6 +7,7 @@ or a model is loaded, and reported as a one-line ConfigError.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from train.config import Config, ConfigError
@@ -100,9 +101,16 @@ def load_data(cfg: Config, progress: bool = True):
     else:
         from envs.data.hf import load_vqa
 
-        train, _ = load_vqa(data.path, split=data.train_split, preset=data.name, seed=data.seed)
-        evals, _ = load_vqa(data.path, split=data.eval_split, preset=data.name, seed=data.seed)
-        return train, evals
+        splits = []
+        for split in (data.train_split, data.eval_split):
+            try:
+                rows, report = load_vqa(data.path, split=split, preset=data.name, seed=data.seed,
+                                        subsample=data.subsample, max_bad_fraction=data.max_bad_fraction)
+            except ValueError as e:  # too many malformed rows, unknown columns, ...
+                raise ConfigError(str(e).splitlines()[0]) from None
+            print(f"data: {report}", file=sys.stderr)  # kept/skipped counts by reason
+            splits.append(rows)
+        return tuple(splits)
     for split in (data.train_split, data.eval_split):
         if split not in dd:
             raise ConfigError(f"dataset at {data.path} has no split {split!r}; it has {', '.join(dd)}")
