@@ -13,10 +13,11 @@ from envs.prompts.pot import POT
 from envs.prompts.refine import render_refinement
 from envs.prompts.toolapi import TOOL_API
 from envs.prompts.viper import HEADER, VIPER_COMPACT, PromptFamily
+from envs.prompts.viper_full import VIPER_FULL, VIPER_FULL_ITM
 
 DEFAULT_FAMILY = VIPER_COMPACT.name
 FAMILIES: dict[str, PromptFamily] = {
-    f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API)
+    f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API, VIPER_FULL, VIPER_FULL_ITM)
 }
 
 
