@@ -45,8 +45,8 @@ def reserve(cache, extra_tokens: int) -> None:
     step on CPU. Writing into a preallocated buffer makes the step's cost the arithmetic.
     """
     for layer in cache.layers:
-        if getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
-            continue
+        if type(layer) is not _Base or getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
+            continue  # sliding-window and other special layers keep their own update rules
         layer.__class__ = _ReservedLayer
         layer._reserve(extra_tokens)
 

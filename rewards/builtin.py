@@ -48,7 +48,9 @@ def executes(prompts, completions, image=None, **_):
     """1 when the program runs to an answer on the image, else 0 (seed 002's code pass)."""
     if image is None:
         return [None] * len(completions)
-    return [1.0 if r.status == "ok" else 0.0 for r in _execute(prompts, completions, image)]
+    # `ok` with no answer is a program that returned nothing: it did not answer.
+    return [1.0 if r.status == "ok" and r.answer is not None else 0.0
+            for r in _execute(prompts, completions, image)]
 
 
 @register("format")
@@ -61,6 +63,8 @@ def format_reward(prompts, completions, **_):
         except SyntaxError:
             out.append(0.0)
             continue
-        ok = any(isinstance(n, ast.FunctionDef) and n.name == "execute_command" for n in tree.body)
+        fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "execute_command"), None)
+        # The prompt already holds the header and first line: the program must add a return.
+        ok = fn is not None and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fn))
         out.append(1.0 if ok else 0.0)
     return out

@@ -13,6 +13,7 @@ a folder either holds a whole iteration or does not exist.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from pathlib import Path
@@ -21,6 +22,11 @@ import numpy as np
 import torch
 
 ITER_DIR = "iterations"
+
+
+def metrics_json(metrics: dict) -> dict:
+    """NaN and inf are not JSON: they are written as null."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
 
 
 def iteration_dir(run_dir: Path, iteration: int) -> Path:
@@ -33,7 +39,7 @@ def completed_iterations(run_dir: Path) -> list[int]:
         return []
     done = []
     for d in root.iterdir():
-        if d.name.startswith("iter_") and (d / "state.json").exists():
+        if d.name.startswith("iter_") and d.name[5:].isdigit() and (d / "state.json").exists():
             done.append(int(d.name[5:]))
     return sorted(done)
 
@@ -58,7 +64,7 @@ def save_iteration(run_dir: Path, iteration: int, model, optimizer, metrics: dic
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     torch.save({**rng_state(), **(extra_rng or {})}, tmp / "rng.pt")
     (tmp / "pool.json").write_text(json.dumps(pool or []))
-    (tmp / "metrics.json").write_text(json.dumps(metrics))
+    (tmp / "metrics.json").write_text(json.dumps(metrics_json(metrics)))
     # state.json last: its presence marks the folder complete even before the rename.
     (tmp / "state.json").write_text(json.dumps({"iteration": iteration, **state}))
     shutil.rmtree(final, ignore_errors=True)

@@ -7,6 +7,7 @@ previous iteration ("initial" for iteration 0), and that is the one restored.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 
@@ -21,6 +22,8 @@ class EarlyStopper:
 
     def update(self, value: float, policy: int) -> bool:
         """Record the reward of `policy`'s rollouts; True when the run should stop."""
+        if value is None or not math.isfinite(value):
+            return False  # no reward applied this iteration: neither better nor worse
         if self.best is None or value > self.best:
             self.best, self.best_policy, self.declines = value, policy, 0
             return False

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         from policies.vllm_backend import VLLMGenerator
 
         generator = VLLMGenerator(cfg.model, temperature=gen_cfg.temperature, top_p=gen_cfg.top_p,
-                                  max_new_tokens=gen_cfg.max_new_tokens, seed=cfg.seed + rank, max_lora_rank=cfg.lora.r)
+                                  max_new_tokens=gen_cfg.max_new_tokens, seed=cfg.seed + rank, max_lora_rank=cfg.lora.r,
+                                  distributed=world > 1)
     else:
         generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit)
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                                backend=tool_host.spec if tool_host else cfg.env.backend)
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
 
-    start, wandb_id = 0, None
+    start, wandb_id, stopped = 0, None, False
     done = ckpt.completed_iterations(run_dir) if cfg.resume else []
     if main_proc:
         if not done and run_dir.exists():  # a run that died before its first checkpoint
@@ -119,22 +120,21 @@ def main(argv: list[str] | None = None) -> int:
         if main_proc:
             ckpt.rebuild_metrics(run_dir, done)
         say(f"resuming {run_dir} after iteration {done[-1]}")
+        if not isinstance(generator, HFGenerator):  # vLLM serves the resumed adapter from disk
+            generator.weights_changed(last["adapter"])
         if last["state"].get("stopped"):
-            start = cfg.iterations
+            start, stopped = cfg.iterations, True
     accelerator.wait_for_everyone()
     tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=wandb_id)
 
     train_order = list(range(len(train_rows)))
     eval_index = list(range(min(cfg.eval_questions, len(eval_rows))))[rank::world]
     eval_batch = [eval_rows[i] for i in eval_index]
-    stopped = False
 
     try:
         for iteration in range(start, cfg.iterations):
             t_iter = time.time()
             say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
-            if cfg.lora.init == "base":
-                reset_lora(policy)
             if isinstance(generator, HFGenerator):
                 generator.weights_changed()
                 generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
@@ -160,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- 5. reward-weighted NLL update
             t0 = time.time()
+            if cfg.lora.init == "base":  # after the rollouts: they came from the previous adapter
+                torch.manual_seed(cfg.seed + iteration)  # the same fresh A on every rank
+                reset_lora(policy)
+                optimizer.state.clear()
             loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
                                     seed=cfg.seed + iteration, progress=main_proc)
             t_update = time.time() - t0

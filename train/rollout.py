@@ -60,7 +60,10 @@ ERROR_GROUPS = {"compile_error": "compile", "runtime_error": "runtime", "timeout
 
 def status_rates(statuses: list[str], prefix: str) -> dict:
     """Pass rate and the error rate by category (compile, runtime, timeout, other)."""
-    n = max(len(statuses), 1)
+    if not statuses:  # nothing was run: no rate, rather than a misleading 0
+        return {f"{prefix}/{k}": float("nan") for k in
+                ("pass_rate", "error/compile", "error/runtime", "error/timeout", "error/other")}
+    n = len(statuses)
     out = {f"{prefix}/pass_rate": sum(s == "ok" for s in statuses) / n}
     for group in ("compile", "runtime", "timeout", "other"):
         out[f"{prefix}/error/{group}"] = sum(

@@ -59,9 +59,23 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"generation.backend {cfg.generation.backend!r}: use hf or vllm")
     if cfg.lora.init not in ("continue", "base"):
         raise ConfigError(f"lora.init {cfg.lora.init!r}: use continue or base")
-    for name in ("iterations", "questions_per_iteration", "programs_per_question"):
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"{name} must be at least 1")
+    for name, value in (("iterations", cfg.iterations), ("questions_per_iteration", cfg.questions_per_iteration),
+                        ("programs_per_question", cfg.programs_per_question),
+                        ("optim.micro_batch_size", cfg.optim.micro_batch_size),
+                        ("generation.batch_size", cfg.generation.batch_size), ("optim.epochs", cfg.optim.epochs)):
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}")
+    choices = {"optim.schedule": (cfg.optim.schedule, ("linear", "constant")),
+               "optim.token_reduction": (cfg.optim.token_reduction, ("mean", "sum")),
+               "tracking.mode": (cfg.tracking.mode, ("auto", "online", "offline", "disabled"))}
+    for name, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise ConfigError(f"{name} {value!r}: use one of {', '.join(allowed)}")
+    from rewards.metrics import METRICS
+
+    if cfg.data.metric not in METRICS:
+        raise ConfigError(f"data.metric {cfg.data.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
+    _check_deepspeed(cfg)
     _check_data(cfg)
     try:
         resolve(cfg.model)
@@ -143,3 +157,19 @@ def start_tool_host(env):
     from envs.tools.host import ToolHost
 
     return ToolHost(env.backend, env.backend_kwargs).start()
+
+
+def _check_deepspeed(cfg: Config) -> None:
+    """Combinations the DeepSpeed path does not support yet, refused before any work."""
+    import os
+
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() != "true":
+        return
+    # ZeRO keeps its own fp32 master copy of the adapter: writing weights into the module
+    # (a reset, or loading a checkpoint) is undone at the next step, and its optimizer
+    # state is sharded per rank.
+    if cfg.lora.init == "base":
+        raise ConfigError("lora.init=base is not supported under DeepSpeed yet; use lora.init=continue")
+    if cfg.resume:
+        raise ConfigError("resume=true is not supported under DeepSpeed yet; resume with DDP "
+                          "(configs/accelerate/cpu_2proc.yaml style) or start a new run_name")

@@ -108,9 +108,13 @@ def completion_nll(model, batch: dict, reduction: str = "mean", prefix_model=Non
 
 
 def weighted_loss(nll: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Σ w·NLL / Σ w; a batch whose weights are all 0 gives a zero loss that still backprops."""
+    """Σ w·NLL / Σ|w|; a batch whose weights are all 0 gives a zero loss that still backprops.
+
+    |w| in the denominator keeps negative weights (`clip_negative: false`) an unlikelihood
+    push of bounded size rather than flipping or blowing up the normaliser.
+    """
     weights = weights.to(nll.dtype)
-    return (weights * nll).sum() / weights.sum().clamp(min=1e-8)
+    return (weights * nll).sum() / weights.abs().sum().clamp(min=1e-8)
 
 
 def lr_at(step: int, total: int, base_lr: float, warmup_ratio: float, schedule: str) -> float:
@@ -132,7 +136,7 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     number of optimizer steps (the maximum over ranks), padding with zero-weight
     batches, so DDP/DeepSpeed collectives stay in lock-step.
     """
-    live = [e for e in examples if e.weight > 0]
+    live = [e for e in examples if e.weight != 0]
     rng = random.Random(seed)
     mb = cfg.micro_batch_size
     batches = []
@@ -143,14 +147,14 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     steps = len(batches)
     if accelerator.num_processes > 1:
         steps = int(accelerator.gather(torch.tensor([steps], device=accelerator.device)).max())
-    filler = [Example(examples[0].prompt_ids, examples[0].completion_ids, 0.0)] if examples else []
+    # Zero-weight batch for ranks that run out (or never had rollouts): keeps collectives in step.
+    filler = [Example(examples[0].prompt_ids, examples[0].completion_ids, 0.0)] if examples else \
+        [Example([pad_id, pad_id], [pad_id], 0.0)]
     losses, grad_norms, tokens = [], [], 0
     model.train()
     bar = tqdm(range(steps), desc="update", unit="step", disable=not progress, leave=False)
     for step in bar:
         batch_examples = batches[step] if step < len(batches) else filler
-        if not batch_examples:
-            raise RuntimeError("a rank has no rollouts to pad its update with; give every rank questions")
         batch = {k: v.to(accelerator.device) for k, v in collate(batch_examples, pad_id, cfg.share_prefix).items()}
         lr = lr_at(step, steps, cfg.lr, cfg.warmup_ratio, cfg.schedule)
         for group in optimizer.param_groups:

@@ -36,3 +36,12 @@ def test_state_round_trip():
     t = EarlyStopper()
     t.load_state_dict(s.state_dict())
     assert t == s
+
+
+def test_a_nan_reward_neither_improves_nor_declines():
+    s = EarlyStopper(patience=1)
+    assert not s.update(float("nan"), -1)
+    assert s.best is None
+    s.update(0.4, 0)
+    assert not s.update(float("nan"), 1) and s.best == 0.4 and s.declines == 0
+    assert s.update(0.1, 2) and s.best_policy == 0

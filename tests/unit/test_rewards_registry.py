@@ -28,8 +28,8 @@ def test_register_and_dotted_paths():
 
 def test_format_reward_reads_prompt_tail():
     prompt = "# Query: q\ndef execute_command(image):\n    image_patch = ImagePatch(image)"
-    out = rewards.get("format")([prompt] * 3, ["\n    return 'yes'", "\n    return (", "\n  return 1\n    x"])
-    assert out == [1.0, 0.0, 0.0]
+    out = rewards.get("format")([prompt] * 4, ["\n    return 'yes'", "\n    return (", "\n  return 1\n    x", ""])
+    assert out == [1.0, 0.0, 0.0, 0.0]  # an empty completion adds no return: not a program
 
 
 def test_weighted_sum_skips_parts_that_do_not_apply():

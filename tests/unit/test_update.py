@@ -132,3 +132,12 @@ def test_linear_schedule_warms_up_then_decays_to_zero():
     assert lrs[0] == pytest.approx(1.0)  # one warm-up step reaches the peak
     assert all(a >= b for a, b in zip(lrs[1:], lrs[2:]))
     assert lrs[-1] == pytest.approx(1 / 9) and not math.isnan(lrs[-1])
+
+
+def test_negative_weights_push_down_with_a_bounded_normaliser():
+    model = tiny_lora_model()
+    examples = _examples(2, weights=[1.0, -1.0])
+    batch = collate(examples, 0)
+    nll = completion_nll(model, batch)
+    loss = weighted_loss(nll, batch["weights"])
+    assert float(loss) == pytest.approx(float((nll[0] - nll[1]) / 2), rel=1e-5)

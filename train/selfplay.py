@@ -1,0 +1,138 @@
+"""Few-shot pool self-play inside the training loop (seed 002).
+
+Each prompt family keeps its own pool. Programs that reach the label join their
+family's pool and become the in-context shots of the next iteration; compile and
+runtime errors get up to `max_refinements` self-refinement rounds. At evaluation the
+families' answers are combined by majority vote, an LLM judge, and the oracle bound.
+"""
+
+from __future__ import annotations
+
+import random
+
+from envs.prompts import get_family
+from envs.selfplay import (FewShotPool, PoolEntry, aggregate, pools_from_json, pools_to_json,
+                           refine_batch, refine_stats, sample_shots)
+from rewards.programs import program_from
+
+MODES = ("rwr_only", "pool_only", "pool_and_rwr")
+
+
+class SelfPlay:
+    def __init__(self, cfg, default_family: str, metric: str):
+        self.cfg = cfg
+        self.names = list(cfg.families) or [default_family]
+        self.families = {name: get_family(name) for name in self.names}
+        self.metric = metric
+        self.embed = None
+        if cfg.strategy != "random" or cfg.eviction == "least_diverse":
+            from envs.selfplay import default_embedder
+
+            self.embed = default_embedder()
+        self.pools = {name: self._empty(name) for name in self.names}
+
+    def _empty(self, _family: str) -> FewShotPool:
+        return FewShotPool(self.cfg.capacity, eviction=self.cfg.eviction, threshold=self.cfg.threshold,
+                           embed=self.embed)
+
+    @property
+    def uses_pool(self) -> bool:
+        return self.cfg.mode != "rwr_only"
+
+    @property
+    def updates(self) -> bool:
+        return self.cfg.mode != "pool_only"
+
+    def k_at(self, iteration: int) -> int:
+        if not self.uses_pool or not self.cfg.shots_per_step:
+            return 0
+        return self.cfg.shots_per_step[min(iteration, len(self.cfg.shots_per_step) - 1)]
+
+    def prompts(self, name: str, tokenizer, rows: list[dict], iteration: int, seed: int) -> tuple[list[str], list]:
+        """Prompts for `rows` in family `name`, with k shots from its pool (zero-shot until it holds k)."""
+        k = self.k_at(iteration)
+        rng = random.Random(f"{seed}:{iteration}:{name}")
+        shots = [sample_shots(self.pools[name], row["question"], k, self.cfg.strategy, rng, self.embed,
+                              family=name, exclude_source_id=row.get("id")) if k else []
+                 for row in rows]
+        family = self.families[name]
+        return [family.render(tokenizer, row["question"], s) for row, s in zip(rows, shots)], shots
+
+    def refine(self, name, tokenizer, rows, rollouts, shots, generator, executor, reward_set, columns_fn) -> dict:
+        """Self-refinement of errored rollouts; fixed ones take the corrected program and its reward."""
+        if not self.cfg.max_refinements:
+            return {}
+
+        def generate(prompts):
+            return [s.text for s in generator.generate(prompts, n=1, desc="refine")]
+
+        def execute(programs, indices):
+            return executor.run(programs, [rows[rollouts[i].row]["image"] for i in indices])
+
+        refined = refine_batch(generate, execute, self.families[name], tokenizer,
+                               [rows[r.row]["question"] for r in rollouts], [r.program for r in rollouts],
+                               [r.result for r in rollouts], self.cfg.max_refinements,
+                               shots_per_question=[shots[r.row] for r in rollouts])
+        fixed = [(ro, item) for ro, item in zip(rollouts, refined) if item.rounds]
+        if fixed:
+            # Score the refined programs with the same rewards; completions are whole programs.
+            programs = [item.program for _, item in fixed]
+            index = [ro.row for ro, _ in fixed]
+            totals, parts = reward_set.score([""] * len(programs), programs, columns_fn(index))
+            for k, (ro, item) in enumerate(fixed):
+                ro.program, ro.result, ro.reward = item.program, item.result, totals[k]
+                ro.parts = {n: v[k] for n, v in parts.items()}
+                ro.refined = True
+        return refine_stats(refined, prefix=f"refine/{name}/")
+
+    def admit(self, name: str, rows: list[dict], rollouts, iteration: int) -> int:
+        """Programs whose task reward reaches the threshold join the family's pool."""
+        if not self.uses_pool:
+            return 0
+        admitted = 0
+        for ro in rollouts:
+            score = ro.parts.get("correctness", ro.reward)
+            if score is None:
+                continue
+            row = rows[ro.row]
+            admitted += self.pools[name].admit(PoolEntry(
+                question=row["question"], program=ro.program, answer=ro.result.answer, reward=float(score),
+                step=iteration, family=name, source_id=row.get("id")))
+        return admitted
+
+    def eval_aggregate(self, rows: list[dict], answers_by_family: dict[str, list], judge_fn) -> dict:
+        """Mixed-shot aggregation across families (Table 4): each method against the best single pool."""
+        from rewards.metrics import get_metric
+
+        score = get_metric(self.metric)
+        per_family = {name: [float(a is not None and score(a, row["answer"]))
+                             for a, row in zip(answers, rows)] for name, answers in answers_by_family.items()}
+        out = {f"eval/family/{name}/accuracy": sum(v) / max(len(v), 1) for name, v in per_family.items()}
+        if len(answers_by_family) < 2:
+            return out
+        out["eval/aggregate/best_single"] = max(out.values())
+        for method in self.cfg.aggregate:
+            hits = []
+            for i, row in enumerate(rows):
+                answers = [answers_by_family[name][i] for name in self.names]
+                picked = aggregate(method, row["question"], answers, ask_fn=judge_fn, gold=row["answer"],
+                                   metric=self.metric)
+                hits.append(float(picked is not None and score(picked, row["answer"])))
+            out[f"eval/aggregate/{method}"] = sum(hits) / max(len(hits), 1)
+        return out
+
+    def metrics(self) -> dict:
+        out = {}
+        for name, pool in self.pools.items():
+            out.update(pool.metrics(prefix=f"pool/{name}/"))
+        return out
+
+    def to_json(self) -> list[dict]:
+        return pools_to_json(self.pools)
+
+    def load_json(self, items: list[dict]) -> None:
+        self.pools = pools_from_json(items, self.names, self._empty)
+
+
+def program_of(prompt: str, completion: str) -> str:
+    return program_from(prompt, completion)
