@@ -68,6 +68,19 @@ class EarlyStoppingConfig:
 
 
 @dataclass
+class SelfPlayConfig:
+    mode: str = "rwr_only"  # rwr_only: LoRA update, fixed prompt | pool_only: seed 002, no gradient | pool_and_rwr
+    families: list[str] = field(default_factory=list)  # prompt families, one pool each; [] = env.prompt
+    shots_per_step: list[int] = field(default_factory=lambda: [0, 4, 8])  # k at iteration i (last repeats)
+    strategy: str = "random"  # random | similar | diverse
+    capacity: int = 64
+    eviction: str = "oldest"  # oldest | lowest_reward | least_diverse
+    threshold: float = 1.0  # admission: the task metric (correctness part) at least this
+    max_refinements: int = 0  # self-refinement rounds on compile/runtime errors
+    aggregate: list[str] = field(default_factory=lambda: ["majority", "judge", "oracle"])
+
+
+@dataclass
 class TrackingConfig:
     wandb: bool = True
     project: str = "vprl"
@@ -130,6 +143,7 @@ class Config:
     weighting: WeightingConfig = field(default_factory=WeightingConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
     @property

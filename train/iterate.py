@@ -52,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import rewards
     from envs.execution import shared_executor
-    from envs.prompts import get_family
     from policies.generation import GenerationConfig, HFGenerator
     from policies.lora import attach_lora, load_lora_weights, reset_lora
     from policies.model import load_model
     from train import checkpoint as ckpt
     from train.early_stopping import EarlyStopper
     from train.evaluate import logical_metrics, summarize
-    from train.rollout import collect, status_rates
+    from train.rollout import collect, reward_columns, status_rates
+    from train.selfplay import SelfPlay, judge_reply
     from train.tracking import Tracker
     from train.update import Example, reward_to_weight, run_update
 
@@ -82,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
                                   lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
     model, optimizer = accelerator.prepare(model, optimizer)
     policy = accelerator.unwrap_model(model)
-    family = get_family(cfg.env.prompt)
     gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})
     if cfg.generation.backend == "vllm":
         from policies.vllm_backend import VLLMGenerator
@@ -98,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
                                backend=tool_host.spec if tool_host else cfg.env.backend)
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
+    selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
 
     start, wandb_id, stopped = 0, None, False
     done = ckpt.completed_iterations(run_dir) if cfg.resume else []
@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.load_state_dict(last["optimizer"])
         ckpt.set_rng_state(last["rng"])
         stopper.load_state_dict(last["state"]["early_stopping"])
+        selfplay.load_json(last["pool"])
         wandb_id = last["state"].get("wandb_id")
         start = done[-1] + 1
         if main_proc:
@@ -142,10 +143,19 @@ def main(argv: list[str] | None = None) -> int:
             # ---------------------------------------------------- 1-3. rollout, execute, reward
             picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
             batch = [train_rows[i] for i in picks[rank::world]]
-            prompts = [family.render(tokenizer, row["question"]) for row in batch]
             t0 = time.time()
-            rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
-                               metric=cfg.data.metric, progress=main_proc)
+            rollouts, selfplay_metrics = [], {}
+            for name in selfplay.names:  # one prompt family (and few-shot pool) after another
+                prompts, shots = selfplay.prompts(name, tokenizer, batch, iteration, cfg.seed)
+                family_rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
+                                          metric=cfg.data.metric, progress=main_proc, desc=f"generate {name}")
+                selfplay_metrics.update(selfplay.refine(name, tokenizer, batch, family_rollouts, shots, generator,
+                                                        executor, reward_set,
+                                                        lambda idx: reward_columns(batch, idx, cfg.data.metric)))
+                selfplay_metrics[f"pool/{name}/admitted_now"] = selfplay.admit(name, batch, family_rollouts, iteration)
+                for ro in family_rollouts:
+                    ro.family = name
+                rollouts += family_rollouts
             t_rollout = time.time() - t0
 
             # ---------------------------------------------------- 4. rewards -> weights
@@ -156,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                                              cfg.weighting.clip_negative)
                 # A program that ended on its own is taught to end there (EOS); a truncated one is not.
                 target = ro.completion_ids + ([eos] if ro.finished else [])
+                if getattr(ro, "refined", False):  # teach the first prompt the corrected program
+                    corrected = selfplay.training_completion(ro, ro.family, tokenizer)
+                    target, ro.weight = (corrected + [eos], ro.weight) if corrected else ([eos], 0.0)
                 examples.append(Example(ro.prompt_ids, target, ro.weight))
 
             # ---------------------------------------------------- 5. reward-weighted NLL update
@@ -164,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                 torch.manual_seed(cfg.seed + iteration)  # the same fresh A on every rank
                 reset_lora(policy)
                 optimizer.state.clear()
+            if not selfplay.updates:  # pool_only: the pool alone improves the policy (seed 002)
+                examples = []
             loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
                                     seed=cfg.seed + iteration, progress=main_proc)
             t_update = time.time() - t0
@@ -176,19 +191,26 @@ def main(argv: list[str] | None = None) -> int:
             # ---------------------------------------------------- 6. held-out evaluation
             t0 = time.time()
             generator.temperature = cfg.generation.eval_temperature
-            eval_prompts = [family.render(tokenizer, row["question"]) for row in eval_batch]
-            evals = collect(eval_batch, eval_prompts, generator, 1, executor, scorer, metric=cfg.data.metric,
-                            progress=main_proc, desc="evaluate") if eval_batch else []
+            evals_by_family = {}
+            for name in selfplay.names:
+                eval_prompts, _ = selfplay.prompts(name, tokenizer, eval_batch, iteration, cfg.seed + 1)
+                evals_by_family[name] = collect(eval_batch, eval_prompts, generator, 1, executor, scorer,
+                                                metric=cfg.data.metric, progress=main_proc,
+                                                desc=f"evaluate {name}") if eval_batch else []
+            evals = evals_by_family[selfplay.names[0]]
+            eval_hits = selfplay.eval_hits(eval_batch, {n: [r.result.answer for r in rs] for n, rs in evals_by_family.items()},
+                                           judge_fn=lambda prompt: judge_reply(generator, prompt))
             generator.temperature = cfg.generation.temperature
             logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
                 if cfg.eval_counterfactuals else []
             t_eval = time.time() - t0
 
             # ---------------------------------------------------- 7. log, checkpoint, stop
-            all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids))
-                                          for r in rollouts])
+            all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids),
+                                           r.family) for r in rollouts])
             all_evals = gather_object([(r.reward, r.result.status) for r in evals])
             all_logical = gather_object(logical)
+            all_hits = {k: gather_object(v) for k, v in eval_hits.items()}
             metrics = {"iteration": iteration}
             metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
             for name in reward_set.names:
@@ -202,6 +224,13 @@ def main(argv: list[str] | None = None) -> int:
             metrics["eval/questions"] = len(all_evals)
             metrics.update(status_rates([r[1] for r in all_evals], "eval"))
             metrics.update(summarize(all_logical, "eval"))
+            metrics.update({f"eval/{k}/accuracy": _stats(v)[0] for k, v in all_hits.items()})
+            for name in selfplay.names:
+                fam = [r for r in all_rollouts if r[5] == name]
+                metrics[f"rollout/{name}/accuracy"] = _stats([r[3].get("correctness", r[0]) for r in fam])[0]
+                metrics[f"rollout/{name}/pass_rate"] = _stats([float(r[2] == "ok") for r in fam])[0]
+            metrics.update(selfplay_metrics)
+            metrics.update(selfplay.metrics())
             metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
                             "time/iteration": time.time() - t_iter})
             # The reward scores the adapter that sampled these rollouts: the previous iteration's.
@@ -211,9 +240,10 @@ def main(argv: list[str] | None = None) -> int:
 
             if main_proc:
                 state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
-                ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state)
+                ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state, pool=selfplay.to_json())
                 table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
-                          "answer": r.result.answer, "expected": batch[r.row].get("answer"), "status": r.result.status,
+                          "family": r.family, "answer": r.result.answer, "expected": batch[r.row].get("answer"),
+                          "status": r.result.status, "refined": r.refined,
                           **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
                          for r in rollouts[: cfg.tracking.table_rows]]
                 tracker.log(metrics, table)

@@ -22,6 +22,8 @@ class Rollout:
     parts: dict = field(default_factory=dict)
     reward: float | None = None
     weight: float = 0.0
+    family: str = ""        # prompt family (few-shot pool) the program was written in
+    refined: bool = False   # replaced by a self-refinement round
 
 
 def reward_columns(rows: list[dict], index: list[int], metric: str | None) -> dict:

@@ -13,7 +13,6 @@ import random
 from envs.prompts import get_family
 from envs.selfplay import (FewShotPool, PoolEntry, aggregate, pools_from_json, pools_to_json,
                            refine_batch, refine_stats, sample_shots)
-from rewards.programs import program_from
 
 MODES = ("rwr_only", "pool_only", "pool_and_rwr")
 
@@ -100,26 +99,31 @@ class SelfPlay:
                 step=iteration, family=name, source_id=row.get("id")))
         return admitted
 
-    def eval_aggregate(self, rows: list[dict], answers_by_family: dict[str, list], judge_fn) -> dict:
-        """Mixed-shot aggregation across families (Table 4): each method against the best single pool."""
+    def eval_hits(self, rows: list[dict], answers_by_family: dict[str, list], judge_fn) -> dict[str, list[float]]:
+        """Per-question hits of each family and of each aggregator over the families (Table 4)."""
         from rewards.metrics import get_metric
 
         score = get_metric(self.metric)
-        per_family = {name: [float(a is not None and score(a, row["answer"]))
-                             for a, row in zip(answers, rows)] for name, answers in answers_by_family.items()}
-        out = {f"eval/family/{name}/accuracy": sum(v) / max(len(v), 1) for name, v in per_family.items()}
-        if len(answers_by_family) < 2:
-            return out
-        out["eval/aggregate/best_single"] = max(out.values())
-        for method in self.cfg.aggregate:
-            hits = []
-            for i, row in enumerate(rows):
-                answers = [answers_by_family[name][i] for name in self.names]
-                picked = aggregate(method, row["question"], answers, ask_fn=judge_fn, gold=row["answer"],
-                                   metric=self.metric)
-                hits.append(float(picked is not None and score(picked, row["answer"])))
-            out[f"eval/aggregate/{method}"] = sum(hits) / max(len(hits), 1)
+
+        def hit(answer, row):
+            return float(answer is not None and score(answer, row["answer"]))
+
+        out = {f"family/{name}": [hit(a, row) for a, row in zip(answers, rows)]
+               for name, answers in answers_by_family.items()}
+        if len(answers_by_family) > 1:
+            for method in self.cfg.aggregate:
+                out[f"aggregate/{method}"] = [
+                    hit(aggregate(method, row["question"], [answers_by_family[n][i] for n in self.names],
+                                  ask_fn=judge_fn, gold=row["answer"], metric=self.metric), row)
+                    for i, row in enumerate(rows)]
         return out
+
+    def training_completion(self, ro, name: str, tokenizer) -> list[int] | None:
+        """Completion ids that teach the original prompt the refined program (None: unusable)."""
+        prefix = self.families[name].program_prefix
+        if not ro.program.startswith(prefix):
+            return None
+        return tokenizer(ro.program[len(prefix):].rstrip("\n"), add_special_tokens=False)["input_ids"]
 
     def metrics(self) -> dict:
         out = {}
@@ -134,5 +138,13 @@ class SelfPlay:
         self.pools = pools_from_json(items, self.names, self._empty)
 
 
-def program_of(prompt: str, completion: str) -> str:
-    return program_from(prompt, completion)
+def judge_reply(generator, prompt: str, max_new_tokens: int = 8) -> str:
+    """The policy answering the judge's multiple-choice prompt, greedily and briefly."""
+    saved = generator.temperature, getattr(generator, "config", generator).max_new_tokens
+    generator.temperature = 0.0
+    getattr(generator, "config", generator).max_new_tokens = max_new_tokens
+    try:
+        return generator.generate([prompt], n=1, desc="judge")[0].text
+    finally:
+        generator.temperature = saved[0]
+        getattr(generator, "config", generator).max_new_tokens = saved[1]

@@ -75,6 +75,7 @@ def validate(cfg: Config) -> None:
 
     if cfg.data.metric not in METRICS:
         raise ConfigError(f"data.metric {cfg.data.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
+    _check_selfplay(cfg)
     _check_deepspeed(cfg)
     _check_data(cfg)
     try:
@@ -173,3 +174,23 @@ def _check_deepspeed(cfg: Config) -> None:
     if cfg.resume:
         raise ConfigError("resume=true is not supported under DeepSpeed yet; resume with DDP "
                           "(configs/accelerate/cpu_2proc.yaml style) or start a new run_name")
+
+
+def _check_selfplay(cfg: Config) -> None:
+    from envs.prompts import FAMILIES
+    from envs.selfplay import AGGREGATORS, EVICTIONS, STRATEGIES
+    from train.selfplay import MODES
+
+    sp = cfg.selfplay
+    for name, value, allowed in (("selfplay.mode", sp.mode, MODES), ("selfplay.strategy", sp.strategy, STRATEGIES),
+                                 ("selfplay.eviction", sp.eviction, EVICTIONS)):
+        if value not in allowed:
+            raise ConfigError(f"{name} {value!r}: use one of {', '.join(allowed)}")
+    for family in sp.families:
+        if family not in FAMILIES:
+            raise ConfigError(f"selfplay.families: {family!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
+    for method in sp.aggregate:
+        if method not in AGGREGATORS:
+            raise ConfigError(f"selfplay.aggregate: {method!r} is unknown; use {', '.join(AGGREGATORS)}")
+    if sp.capacity < 1 or any(k < 0 for k in sp.shots_per_step) or sp.max_refinements < 0:
+        raise ConfigError("selfplay: capacity must be >= 1, shots_per_step and max_refinements >= 0")
