@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CONFIG ?= configs/shapes_rwr_cpu.yaml
 
 .PHONY: venv run test test-unit test-integration test-distributed bench clean
 
@@ -21,7 +22,7 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/accelerate launch --config_file configs/accelerate/cpu.yaml \
-		train/iterate.py --config configs/shapes_rwr_cpu.yaml $(ARGS)
+		train/iterate.py --config $(CONFIG) $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not gpu" tests/unit tests/integration tests/distributed tests/gpu
