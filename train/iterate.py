@@ -166,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
                                              cfg.weighting.clip_negative)
                 # A program that ended on its own is taught to end there (EOS); a truncated one is not.
                 target = ro.completion_ids + ([eos] if ro.finished else [])
-                if getattr(ro, "refined", False):  # teach the first prompt the corrected program
+                if ro.refined:  # teach the first prompt the corrected program
                     corrected = selfplay.training_completion(ro, ro.family, tokenizer)
-                    target, ro.weight = (corrected + [eos], ro.weight) if corrected else ([eos], 0.0)
+                    target = corrected + [eos] if corrected else target
+                    ro.weight = ro.weight if corrected else 0.0
                 examples.append(Example(ro.prompt_ids, target, ro.weight))
 
             # ---------------------------------------------------- 5. reward-weighted NLL update
