@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                           "status": r.result.status, "refined": r.refined,
                           **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
                          for r in rollouts[: cfg.tracking.table_rows]]
-                tracker.log(metrics, table)
+                tracker.log(metrics, table, tables={"pool/contents": selfplay.table_rows()})
             say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
                 f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
                 f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "

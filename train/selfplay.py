@@ -24,7 +24,7 @@ class SelfPlay:
         self.families = {name: get_family(name) for name in self.names}
         self.metric = metric
         self.embed = None
-        if cfg.strategy != "random" or cfg.eviction == "least_diverse":
+        if self.uses_pool:  # similar/diverse shots, least_diverse eviction and the diversity metric
             from envs.selfplay import default_embedder
 
             self.embed = default_embedder()
@@ -130,6 +130,9 @@ class SelfPlay:
         for name, pool in self.pools.items():
             out.update(pool.metrics(prefix=f"pool/{name}/"))
         return out
+
+    def table_rows(self) -> list[dict]:
+        return [row for pool in self.pools.values() for row in pool.table_rows()] if self.uses_pool else []
 
     def to_json(self) -> list[dict]:
         return pools_to_json(self.pools)

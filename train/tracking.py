@@ -63,7 +63,8 @@ class Tracker:
     def run_id(self) -> str | None:
         return self.run.id if self.run is not None else None
 
-    def log(self, metrics: dict, table_rows: list[dict] | None = None) -> None:
+    def log(self, metrics: dict, table_rows: list[dict] | None = None, tables: dict | None = None) -> None:
+        """One metrics line; `table_rows` become the completions table, `tables` more named tables."""
         if not self.enabled:
             return
         with open(self.run_dir / "metrics.jsonl", "a") as f:
@@ -71,12 +72,12 @@ class Tracker:
         if self.run is None:
             return
         payload = dict(metrics)
-        if table_rows:
-            import wandb
+        for key, rows in {"rollout/completions": table_rows, **(tables or {})}.items():
+            if rows:
+                import wandb
 
-            columns = list(table_rows[0])
-            table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in table_rows])
-            payload["rollout/completions"] = table
+                columns = list(rows[0])
+                payload[key] = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
         self.run.log(payload)
 
     def summary(self, values: dict) -> None:
