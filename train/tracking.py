@@ -10,6 +10,7 @@ import json
 import math
 import netrc
 import os
+import sys
 from pathlib import Path
 
 
@@ -51,11 +52,15 @@ class Tracker:
             return
         import wandb
 
-        self.run = wandb.init(
-            project=cfg.project, entity=cfg.entity, name=run_dir.name, dir=str(run_dir),
-            config=config_dict, mode=mode, id=resume_id, resume="allow" if resume_id else None,
-            settings=wandb.Settings(silent=True, console="off"),
-        )
+        kwargs = dict(project=cfg.project, entity=cfg.entity, name=run_dir.name, dir=str(run_dir),
+                      config=config_dict, mode=mode, settings=wandb.Settings(silent=True, console="off"))
+        try:
+            self.run = wandb.init(id=resume_id, resume="allow" if resume_id else None, **kwargs)
+        except Exception as e:  # e.g. the killed run's stream still registered under that id
+            if resume_id is None:
+                raise
+            print(f"warning: could not reopen W&B run {resume_id} ({e}); logging to a new run", file=sys.stderr)
+            self.run = wandb.init(**kwargs, notes=f"resumed from W&B run {resume_id}")
         self.run.define_metric("iteration")
         self.run.define_metric("*", step_metric="iteration")
 

@@ -17,6 +17,9 @@ TINY = [
 def _env():
     env = dict(os.environ)
     env.pop("WANDB_API_KEY", None)
+    # A W&B service started by an in-process test must not be shared with the runs we
+    # launch: a killed run's stream would stay registered there under its run id.
+    env.pop("WANDB_SERVICE", None)
     env.setdefault("WANDB_SILENT", "true")
     env["TOKENIZERS_PARALLELISM"] = "false"
     return env
