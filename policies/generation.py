@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from policies.kv import cache_of, forward, reserve
+from policies.kv import cache_of, forward, reserve, shared_prefix_length
 
 # Any line that starts at column 0 after the header lies outside `execute_command`.
 _PROGRAM_END = re.compile(r"\n\S")
@@ -40,16 +40,6 @@ class Sample:
     text: str
     finished: bool = True
     extra: dict = field(default_factory=dict)
-
-
-def _common_prefix(rows: list[list[int]]) -> int:
-    first = rows[0]
-    n = min(len(r) for r in rows) - 1  # every row keeps at least one token of its own
-    for i in range(n):
-        tok = first[i]
-        if any(r[i] != tok for r in rows):
-            return i
-    return max(n, 0)
 
 
 def sample_top_p(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
@@ -125,7 +115,7 @@ class HFGenerator:
     def _generate_chunk(self, chunk: list[tuple[int, list[int]]]) -> list[Sample]:
         cfg, model = self.config, self.model
         token_rows = [ids for _, ids in chunk]
-        p = _common_prefix(token_rows) if cfg.prefix_cache and len(token_rows) > 1 else 0
+        p = shared_prefix_length(token_rows) if cfg.prefix_cache and len(token_rows) > 1 else 0
         if cfg.prefix_cache and len(token_rows) == 1:
             p = len(token_rows[0]) - 1
         suffixes = [ids[p:] for ids in token_rows]
@@ -167,10 +157,8 @@ class HFGenerator:
                     continue
                 piece = self._pieces[tok]
                 tail = texts[row][-1:] + piece
-                if _PROGRAM_END.search(tail):
+                if _PROGRAM_END.search(tail):  # the token leaves the function: drop it and stop
                     finished[row] = True
-                    cut = piece[: _PROGRAM_END.search(tail).start() - len(texts[row][-1:]) + 1]
-                    texts[row] += cut
                     continue
                 generated[row].append(tok)
                 texts[row] += piece

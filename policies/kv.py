@@ -37,6 +37,17 @@ def cache_of(output):
     return output.cache if getattr(output, "cache", None) is not None else output.past_key_values
 
 
+def shared_prefix_length(rows: list[list[int]]) -> int:
+    """Tokens every row starts with, leaving each row at least one token of its own
+    (generation and the update both need a per-row token after the shared KV)."""
+    first = rows[0]
+    n = max(min(len(r) for r in rows) - 1, 0)
+    for i in range(n):
+        if any(r[i] != first[i] for r in rows):
+            return i
+    return n
+
+
 def reserve(cache, extra_tokens: int) -> None:
     """Give every layer of a DynamicCache room for `extra_tokens` more positions.
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from policies.kv import cache_of, forward
+from policies.kv import cache_of, forward, shared_prefix_length
 
 
 def reward_to_weight(reward: float | None, transform: str = "identity", threshold: float = 0.8,
@@ -36,15 +36,6 @@ class Example:
     weight: float
 
 
-def _shared_prefix(rows: list[list[int]]) -> int:
-    n = min(len(r) for r in rows) - 1  # each row keeps one prompt token of its own
-    first = rows[0]
-    for i in range(max(n, 0)):
-        if any(r[i] != first[i] for r in rows):
-            return i
-    return max(n, 0)
-
-
 def collate(examples: list[Example], pad_id: int, share_prefix: bool = True) -> dict[str, torch.Tensor]:
     """Lay a batch out as [shared prompt prefix | left-padded prompt rest | completion | pad].
 
@@ -54,7 +45,7 @@ def collate(examples: list[Example], pad_id: int, share_prefix: bool = True) -> 
     completion block (`logits_to_keep`).
     """
     b = len(examples)
-    p = _shared_prefix([e.prompt_ids for e in examples]) if share_prefix and b > 1 else 0
+    p = shared_prefix_length([e.prompt_ids for e in examples]) if share_prefix and b > 1 else 0
     s = max(len(e.prompt_ids) - p for e in examples)
     c = max(len(e.completion_ids) for e in examples)
     rest = torch.full((b, s + c), pad_id, dtype=torch.long)
