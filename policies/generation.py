@@ -18,9 +18,6 @@ from tqdm.auto import tqdm
 
 from policies.kv import cache_of, forward, reserve, shared_prefix_length
 
-# Any line that starts at column 0 after the header lies outside `execute_command`.
-_PROGRAM_END = re.compile(r"\n\S")
-
 
 @dataclass
 class GenerationConfig:
@@ -30,6 +27,9 @@ class GenerationConfig:
     batch_size: int = 32
     prefix_cache: bool = True
     backend: str = "hf"
+    # A regex over (last character + new token text): a match ends the row and drops the
+    # token. The default ends a program at its first line outside `execute_command`.
+    stop: str = r"\n\S"
 
 
 @dataclass
@@ -64,6 +64,7 @@ class HFGenerator:
         self.model = model
         self.tokenizer = tokenizer
         self.config = config or GenerationConfig()
+        self._stop = re.compile(self.config.stop)
         self.generator = torch.Generator().manual_seed(seed)
         self._prefix_cache: dict[tuple, object] = {}
         self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.pad_token_id) if i is not None}
@@ -157,7 +158,7 @@ class HFGenerator:
                     continue
                 piece = self._pieces[tok]
                 tail = texts[row][-1:] + piece
-                if _PROGRAM_END.search(tail):  # the token leaves the function: drop it and stop
+                if self._stop.search(tail):  # the token leaves the function: drop it and stop
                     finished[row] = True
                     continue
                 generated[row].append(tok)

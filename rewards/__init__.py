@@ -4,4 +4,7 @@ from rewards.registry import available, get, register
 from rewards import builtin  # noqa: F401  (registers the built-ins)
 from rewards.combine import RewardFailure, RewardSet
 
+# Imported on first use: suites pull in the renderer, the embedder and an LLM.
+register("viunit", "rewards.unit_tests.reward:viunit")
+
 __all__ = ["available", "get", "register", "RewardSet", "RewardFailure"]

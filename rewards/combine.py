@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import traceback
@@ -29,9 +30,18 @@ class RewardSet:
     specs: list  # RewardSpec-like: .name, .weight, .kwargs
     failure_limit: int = 3
     failures: dict = field(default_factory=dict)
+    # Run-level values (e.g. run_dir) handed to the rewards whose signature names them.
+    context: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.fns = [get(s.name) for s in self.specs]
+        self._context = []
+        for fn in self.fns:
+            try:
+                params = inspect.signature(fn).parameters
+            except (TypeError, ValueError):
+                params = {}
+            self._context.append({k: v for k, v in self.context.items() if k in params})
 
     @property
     def names(self) -> list[str]:
@@ -39,9 +49,9 @@ class RewardSet:
 
     def score(self, prompts, completions, columns: dict) -> tuple[list[float | None], dict[str, list]]:
         parts: dict[str, list] = {}
-        for spec, fn in zip(self.specs, self.fns):
+        for spec, fn, context in zip(self.specs, self.fns, self._context):
             try:
-                values = list(fn(prompts, completions, **columns, **spec.kwargs))
+                values = list(fn(prompts, completions, **columns, **context, **spec.kwargs))
                 if len(values) != len(completions):
                     raise ValueError(f"returned {len(values)} values for {len(completions)} completions")
             except Exception:

@@ -1,4 +1,4 @@
-"""The `vprl` command: `vprl exec`, `vprl data shapes`, `vprl train`."""
+"""The `vprl` command: `vprl exec`, `vprl data shapes`, `vprl train`, `vprl unit-tests`, `vprl eval`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ commands:
                                           run one program in the sandbox, print the result as JSON
   data shapes --out DIR [--train N] [--val N] [--test N] [--seed S]
                                           write the synthetic shapes VQA DatasetDict
+  unit-tests --question Q --out DIR [--k 5 --candidates 20 --generator llm|scene]
+                                          build a question's visual unit tests (ViUniT)
+  eval --data DIR [--split validation] [--adapter PATH] --strategy base|majority|viunit|
+       refusal|reprompt|error_reprompt --programs N --unit-tests K
+                                          evaluate a policy under an answering strategy (JSON)
 
 Run `vprl COMMAND --help` for a command's options."""
 
@@ -36,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         from envs.data.cli import main as data_main
 
         return data_main(rest[1:])
+    if command == "unit-tests":
+        from rewards.unit_tests.cli import main as unit_tests_main
+
+        return unit_tests_main(rest)
+    if command == "eval":
+        from train.eval_cli import main as eval_main
+
+        return eval_main(rest)
     if command == "train":
         from train.iterate import main as train_main
 

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                                   distributed=world > 1)
     else:
         generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
-    reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit)
+    reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
+                                   context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
     scorer = rewards.RewardSet([type(cfg.rewards[0])("correctness")])  # eval accuracy: the task metric
     tool_host = start_tool_host(cfg.env)  # model-backed tools live outside the sandbox
     executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,

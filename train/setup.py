@@ -42,9 +42,15 @@ def validate(cfg: Config) -> None:
 
     for spec in cfg.rewards:
         try:
-            rewards.get(spec.name)
+            fn = rewards.get(spec.name)
         except KeyError as e:
             raise ConfigError(str(e).strip("'\"")) from None
+        check = getattr(fn, "check_kwargs", None)  # a reward may vet its own options
+        if check is not None:
+            try:
+                check(dict(spec.kwargs))
+            except ValueError as e:
+                raise ConfigError(f"rewards[{spec.name}].kwargs: {e}") from None
     if cfg.env.prompt not in FAMILIES:
         raise ConfigError(f"env.prompt {cfg.env.prompt!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
     if cfg.env.backend not in available_backends():

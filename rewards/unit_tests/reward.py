@@ -1,0 +1,57 @@
+"""The `viunit` reward: R = 1 if S(p) >= θ else S(p) (ViUniT Eq. 10). Needs no labels."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from rewards.programs import program_from
+from rewards.unit_tests.scoring import AGGREGATORS, THETA, run_on_suites, suite_score, viunit_reward
+from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
+
+SCORING_OPTIONS = {"theta": THETA, "eps_runtime": 0.1, "eps_compile": 0.1, "aggregator": "mean"}
+_BUILDERS: dict[tuple, SuiteBuilder] = {}
+
+
+def check_kwargs(kwargs: dict) -> None:
+    """Start-up check of a config's `rewards: - name: viunit, kwargs: {...}`."""
+    scoring = {k: v for k, v in kwargs.items() if k in SCORING_OPTIONS}
+    suite = {k: v for k, v in kwargs.items() if k not in SCORING_OPTIONS}
+    SuiteConfig.from_kwargs(suite)
+    if scoring.get("aggregator", "mean") not in AGGREGATORS:
+        raise ValueError(f"viunit: unknown aggregator {scoring['aggregator']!r}; choose one of {', '.join(AGGREGATORS)}")
+
+
+def builder_for(suite_kwargs: dict, run_dir=None) -> SuiteBuilder:
+    """One builder per (settings, run folder) per process, so suites, the LLM and the
+    embedder are loaded once and reused by every call."""
+    cfg = SuiteConfig.from_kwargs(suite_kwargs)
+    cache = Path(run_dir) / "unit_tests" if run_dir else None
+    key = (tuple(sorted(asdict(cfg).items())), str(cache))
+    if key not in _BUILDERS:
+        _BUILDERS[key] = SuiteBuilder(cfg, cache_dir=cache)
+    return _BUILDERS[key]
+
+
+def viunit(prompts, completions, question=None, spec=None, run_dir=None, theta=THETA, eps_runtime=0.1,
+           eps_compile=0.1, aggregator="mean", **kwargs):
+    """Visual unit-test reward. Options (reward kwargs): the SuiteConfig fields
+    (generator, k, candidates, strategy, criterion, synthesis, ...) and theta,
+    eps_runtime, eps_compile, aggregator. Other keyword arguments are dataset columns."""
+    from envs.execution import shared_executor
+
+    if question is None:
+        return [None] * len(completions)
+    suite_kwargs = {k: v for k, v in kwargs.items() if k in {f.name for f in fields(SuiteConfig)}}
+    builder = builder_for(suite_kwargs, run_dir)
+    rows = [{"question": q, "spec": spec[i] if spec is not None else None} for i, q in enumerate(question)]
+    suites = builder.build(rows)
+    programs = [program_from(p, c) for p, c in zip(prompts, completions)]
+    results = run_on_suites(shared_executor(), programs, suites)
+    scores = [suite_score(r, s, eps_runtime, eps_compile, aggregator) for r, s in zip(results, suites)]
+    viunit.last = {"programs": programs, "suites": suites, "results": results, "scores": scores}
+    return [viunit_reward(s, theta) if len(suite) else None for s, suite in zip(scores, suites)]
+
+
+viunit.check_kwargs = check_kwargs
+viunit.last = None

@@ -1,0 +1,76 @@
+"""The uses of a suite at inference (ViUniT §3.4): best-program selection, answer
+refusal, and re-prompting with unit-test (or error) feedback."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from rewards.unit_tests.prompts import REPROMPT_INSTRUCTIONS, test_cases_text
+from rewards.unit_tests.scoring import THETA
+
+TIE_BREAKS = ("random", "vote")
+
+
+def _norm(answer) -> str | None:
+    return None if answer is None else " ".join(str(answer).lower().strip().rstrip(".").split())
+
+
+def majority_index(answers: list) -> int | None:
+    """The first program giving the most common answer among programs that answered."""
+    counts = Counter(a for a in map(_norm, answers) if a)
+    if not counts:
+        return None
+    top = max(counts.values())
+    return next(i for i, a in enumerate(map(_norm, answers)) if a and counts[a] == top)
+
+
+def select_best(scores: list[float], answers: list | None = None, tie_break: str = "random",
+                rng: random.Random | None = None) -> int:
+    """argmax_p S(p) (Eq. 6). Ties: a random one, or by vote -- the tied program whose
+    answer on the real image most tied programs share."""
+    if not scores:
+        raise ValueError("no programs to select from")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"unknown tie break {tie_break!r}; choose one of {', '.join(TIE_BREAKS)}")
+    best = max(scores)
+    tied = [i for i, s in enumerate(scores) if s == best]
+    if len(tied) == 1:
+        return tied[0]
+    if tie_break == "vote" and answers is not None:
+        pick = majority_index([answers[i] for i in tied])
+        if pick is not None:
+            return tied[pick]
+    return (rng or random.Random(0)).choice(tied)
+
+
+def refuses(score: float, theta: float = THETA) -> bool:
+    """Answer refusal: no candidate passes enough of its tests to be trusted."""
+    return score < theta
+
+
+def fallback_program(question: str, family: str = "viper_compact") -> str:
+    """The end-to-end fallback as a program: the question asked of the whole image by the
+    backend's answering model (`simple_query`, or `ImageObject.answer` for tool_api)."""
+    q = repr(question)
+    if family == "tool_api":
+        return f"def execute_command(image):\n    return ImageObject(image).answer({q})\n"
+    return f"def execute_command(image):\n    return ImagePatch(image).simple_query({q})\n"
+
+
+def output_text(result) -> str:
+    """What Listing 4 shows as a test's "Program Output"."""
+    if result.status == "ok":
+        return str(result.answer)
+    return f"Error: {result.error or result.status}".splitlines()[0]
+
+
+def unit_test_feedback(suite, results) -> str:
+    """ℱ of Eq. 7 in Listing 4's layout: the instructions, then each test's caption,
+    expected answer and the program's output."""
+    return f"{REPROMPT_INSTRUCTIONS}\n{test_cases_text(suite.tests, [output_text(r) for r in results])}"
+
+
+def error_feedback(result) -> str:
+    """The error re-prompting baseline's ℱ (Listing 10): the error on the real image."""
+    return f"{REPROMPT_INSTRUCTIONS}\n{output_text(result)}"

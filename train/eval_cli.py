@@ -1,0 +1,194 @@
+"""`vprl eval`: accuracy of a policy under an answering strategy, printed as JSON.
+
+    vprl eval --data DIR --split validation [--adapter PATH] --strategy viunit \
+              --programs 5 --unit-tests 5
+
+The metrics are those of training's held-out eval: accuracy (the dataset metric),
+error rate, and for shapes questions logical accuracy and right-for-wrong-reasons on
+counterfactual scenes, measured on the program each strategy selects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from train.strategies import NEEDS_SUITES, STRATEGIES, Choice, Scoring, choose
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="vprl eval", description="Evaluate a policy (optionally with a LoRA adapter) under "
+                "an answering strategy of ViUniT: a single program, a majority vote, unit-test "
+                "selection, answer refusal, or re-prompting. Prints metrics as JSON.")
+    p.add_argument("--data", required=True, help="a saved DatasetDict (vprl data shapes --out DIR) or a VQA source")
+    p.add_argument("--split", default="validation", help="split to evaluate (validation)")
+    p.add_argument("--strategy", default="base", choices=STRATEGIES, help="answering strategy (base)")
+    p.add_argument("--programs", type=int, default=1, help="programs sampled per question, N (1)")
+    p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
+    p.add_argument("--candidates", type=int, default=20, help="candidate tests before coverage sampling, M (20)")
+    p.add_argument("--generator", default="llm", choices=("llm", "scene"), help="unit-test generator (llm)")
+    p.add_argument("--sampling", default="answer_then_input",
+                   choices=("random", "answer", "input", "answer_then_input"), help="coverage strategy")
+    p.add_argument("--theta", type=float, default=0.8, help="passing threshold θ (0.8)")
+    p.add_argument("--tie-break", dest="tie_break", default="random", choices=("random", "vote"))
+    p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
+    p.add_argument("--questions", type=int, default=None, help="evaluate the first Q questions (all)")
+    p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
+    p.add_argument("--model", default="embedded:smollm2-135m-instruct", help="policy model")
+    p.add_argument("--prompt", default="viper_compact", help="prompt family (viper_compact)")
+    p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv)")
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
+    p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
+    p.add_argument("--metric", default="gqa_accuracy", help="answer metric (gqa_accuracy)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", default=None, help="folder to cache unit-test suites in")
+    p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON)")
+    return p
+
+
+def load_rows(data: str, split: str, questions: int | None) -> list[dict]:
+    import datasets
+
+    try:
+        dd = datasets.load_from_disk(data)
+        if isinstance(dd, datasets.DatasetDict):
+            if split not in dd:
+                raise UsageError(f"--data {data} has no split {split!r}; it has {', '.join(dd)}")
+            ds = dd[split]
+        else:
+            ds = dd
+    except FileNotFoundError:
+        if not Path(data).exists():
+            raise UsageError(f"--data {data!r} does not exist; write one with `vprl data shapes --out {data}`")
+        from envs.data.hf import load_vqa
+
+        ds, _ = load_vqa(data, split=split)
+    if questions is not None:
+        ds = ds.select(range(min(questions, len(ds))))
+    return [ds[i] for i in range(len(ds))]
+
+
+class Policy:
+    """Samples programs and corrections with the policy (plus adapter)."""
+
+    def __init__(self, model: str, adapter: str | None, family: str, max_new_tokens: int, seed: int):
+        from envs.prompts import get_family
+        from policies.generation import GenerationConfig, HFGenerator
+        from policies.model import load_model
+
+        net, self.tokenizer = load_model(model)
+        if adapter:
+            from peft import PeftModel
+
+            net = PeftModel.from_pretrained(net, adapter)
+        net.eval()
+        self.family = get_family(family)
+        self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
+                                                                          batch_size=128), seed=seed)
+
+    def _sample(self, prompts: list[str], n: int, desc: str) -> list[list[str]]:
+        from rewards.programs import program_from
+
+        out: list[list[str]] = [[] for _ in prompts]
+        for s in self.generator.generate(prompts, n=n, progress=True, desc=desc):
+            out[s.prompt_index].append(program_from(prompts[s.prompt_index], s.text))
+        return out
+
+    def programs(self, questions: list[str], n: int) -> list[list[str]]:
+        return self._sample([self.family.render(self.tokenizer, q) for q in questions], n, "programs")
+
+    def reprompter(self, rows: list[dict], n: int):
+        from envs.prompts import render_refinement
+
+        def reprompt(idx, programs, feedbacks):
+            prompts = [render_refinement(self.family, self.tokenizer, rows[i]["question"], p, f)
+                       for i, p, f in zip(idx, programs, feedbacks)]
+            return self._sample(prompts, n, "re-prompt")
+
+        return reprompt
+
+
+def metrics(choices: list[Choice], rows: list[dict], executor, metric: str, counterfactuals: int,
+            seed: int = 0) -> dict:
+    """accuracy, error rate, refusal rate, and logical metrics for shapes questions."""
+    from rewards.metrics import get_metric
+    from train.evaluate import logical_metrics, summarize
+
+    score = get_metric(metric)
+    n = len(choices)
+    acc = [float(score(c.result.answer, rows[c.row]["answer"])) if c.result.status == "ok" else 0.0
+           for c in choices]
+    out = {"questions": n, "accuracy": sum(acc) / n if n else float("nan"),
+           "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
+           "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
+    scored = [c.score for c in choices if c.score is not None]
+    if scored:
+        out["mean_unit_test_score"] = sum(scored) / len(scored)
+    if counterfactuals > 0 and rows and rows[0].get("spec"):
+        reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed)
+        for k, v in summarize(reports, prefix="").items():
+            out[k.lstrip("/")] = v
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.programs < 1 or args.unit_tests < 1:
+            raise UsageError("--programs and --unit-tests must be >= 1")
+        if args.adapter and not (Path(args.adapter) / "adapter_config.json").exists():
+            raise UsageError(f"--adapter {args.adapter!r} is not a LoRA adapter folder "
+                             "(expected adapter_config.json; try runs/NAME/best/adapter)")
+        rows = load_rows(args.data, args.split, args.questions)
+        if not rows:
+            raise UsageError(f"--data {args.data} split {args.split!r} is empty")
+        if args.generator == "scene" and not rows[0].get("spec"):
+            raise UsageError("--generator scene needs shapes data (a 'spec' column); use --generator llm")
+    except UsageError as e:
+        print(f"vprl eval: error: {e}", file=sys.stderr)
+        return 2
+
+    from envs.execution import shared_executor
+    from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
+
+    random.seed(args.seed)
+    executor = shared_executor(backend=args.backend)
+    policy = Policy(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
+    programs = policy.programs([r["question"] for r in rows], args.programs)
+    suites = None
+    if args.strategy in NEEDS_SUITES:
+        builder = SuiteBuilder(SuiteConfig(generator=args.generator, k=args.unit_tests, candidates=args.candidates,
+                                           strategy=args.sampling, seed=args.seed), cache_dir=args.cache)
+        suites = builder.build([{"question": r["question"], "spec": r.get("spec")} for r in rows], progress=True)
+    choices = choose(args.strategy, rows, programs, executor, suites,
+                     Scoring(theta=args.theta, tie_break=args.tie_break),
+                     reprompt=policy.reprompter(rows, args.programs), iterations=args.iterations,
+                     family=args.prompt, seed=args.seed)
+    result = {"strategy": args.strategy, "programs": args.programs,
+              "unit_tests": args.unit_tests if suites is not None else 0,
+              **metrics(choices, rows, executor, args.metric, args.counterfactuals, args.seed)}
+    print(json.dumps(result, indent=2))
+    if args.out:
+        detail = [{"question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,
+                   "output": c.result.answer, "status": c.result.status, "score": c.score,
+                   "refused": c.refused, "rounds": c.rounds} for c in choices]
+        tmp = Path(args.out).with_suffix(".tmp")
+        tmp.write_text(json.dumps({"metrics": result, "choices": detail}, indent=2))
+        tmp.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
