@@ -6,8 +6,8 @@ answer refusal and re-prompting in `rewards.unit_tests.selection`.
 
 from rewards.unit_tests.coverage import coverage_sample
 from rewards.unit_tests.parse import candidates_from_replies, parse_tests
-from rewards.unit_tests.scoring import aggregate, test_score, viunit_reward
+from rewards.unit_tests.scoring import aggregate, unit_score, viunit_reward
 from rewards.unit_tests.types import UnitTest
 
 __all__ = ["UnitTest", "aggregate", "candidates_from_replies", "coverage_sample", "parse_tests",
-           "test_score", "viunit_reward"]
+           "unit_score", "viunit_reward"]

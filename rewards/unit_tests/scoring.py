@@ -16,7 +16,7 @@ def same_answer(predicted, expected) -> bool:
     return predicted is not None and gqa_accuracy(str(predicted), str(expected)) == 1.0
 
 
-def test_score(result, expected: str, eps_runtime: float = 0.1, eps_compile: float = 0.1) -> float:
+def unit_score(result, expected: str, eps_runtime: float = 0.1, eps_compile: float = 0.1) -> float:
     """h(ŷ, y): -ε_c for a program that does not compile (or is refused by the sandbox's
     static policy, which is the same "never ran" outcome), -ε_r for any failure while
     running (exception, timeout, memory), else 1 if the answer matches."""
@@ -60,5 +60,5 @@ def run_on_suites(executor, programs: list[str], suites: list, progress: bool = 
 def suite_score(results: list, suite, eps_runtime: float = 0.1, eps_compile: float = 0.1,
                 aggregator: str = "mean") -> float:
     """S(p) = H({h(ŷ_i, y_i)}) for one program's results on one suite."""
-    return aggregate([test_score(r, t.answer, eps_runtime, eps_compile) for r, t in zip(results, suite.tests)],
+    return aggregate([unit_score(r, t.answer, eps_runtime, eps_compile) for r, t in zip(results, suite.tests)],
                      aggregator)
