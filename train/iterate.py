@@ -232,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                 metrics[f"rollout/{name}/accuracy"] = _stats([r[3].get("correctness", r[0]) for r in fam])[0]
                 metrics[f"rollout/{name}/pass_rate"] = _stats([float(r[2] == "ok") for r in fam])[0]
             metrics.update(selfplay_metrics)
+            for name, fn in zip(reward_set.names, reward_set.fns):  # a reward's own counters (rank 0's)
+                if callable(getattr(fn, "metrics", None)):
+                    metrics.update({f"rewards/{name}/{k}": v for k, v in fn.metrics().items()})
             metrics.update(selfplay.metrics())
             metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
                             "time/iteration": time.time() - t_iter})
@@ -248,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
                           "status": r.result.status, "refined": r.refined,
                           **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
                          for r in rollouts[: cfg.tracking.table_rows]]
-                tracker.log(metrics, table, tables={"pool/contents": selfplay.table_rows()})
+                tables = {"pool/contents": selfplay.table_rows()}
+                for name, fn in zip(reward_set.names, reward_set.fns):  # e.g. viunit's suites, with images
+                    if callable(getattr(fn, "table_rows", None)):
+                        tables[f"rewards/{name}/table"] = fn.table_rows()
+                tracker.log(metrics, table, tables=tables)
             say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
                 f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
                 f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "

@@ -31,6 +31,17 @@ def wandb_mode(requested: str) -> str:
     return "online" if any("wandb" in h for h in hosts) else "offline"
 
 
+def _cell(value):
+    """Table cells: PIL images become W&B images, everything else passes through."""
+    from PIL import Image
+
+    if isinstance(value, Image.Image):
+        import wandb
+
+        return wandb.Image(value)
+    return value
+
+
 def _clean(value):
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
@@ -82,7 +93,7 @@ class Tracker:
                 import wandb
 
                 columns = list(rows[0])
-                payload[key] = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
+                payload[key] = wandb.Table(columns=columns, data=[[_cell(row.get(c)) for c in columns] for row in rows])
         self.run.log(payload)
 
     def summary(self, values: dict) -> None:

@@ -6,7 +6,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from rewards.programs import program_from
-from rewards.unit_tests.scoring import AGGREGATORS, THETA, run_on_suites, suite_score, viunit_reward
+from rewards.unit_tests.scoring import AGGREGATORS, THETA, run_on_suites, suite_score, unit_score, viunit_reward
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
 
 SCORING_OPTIONS = {"theta": THETA, "eps_runtime": 0.1, "eps_compile": 0.1, "aggregator": "mean"}
@@ -55,3 +55,40 @@ def viunit(prompts, completions, question=None, spec=None, run_dir=None, theta=T
 
 viunit.check_kwargs = check_kwargs
 viunit.last = None
+
+
+def table_rows(max_suites: int = 4, max_programs: int = 4) -> list[dict]:
+    """The last batch's suites as table rows: each test image with its caption and
+    expected answer, and what each program answered on it (W&B shows the images)."""
+    last = viunit.last
+    if not last:
+        return []
+    rows, shown = [], {}
+    for program, suite, results, score in zip(last["programs"], last["suites"], last["results"], last["scores"]):
+        seen = shown.setdefault(suite.question, 0)
+        if seen >= max_programs or (seen == 0 and len(shown) > max_suites):
+            continue
+        shown[suite.question] += 1
+        for i, (test, image, result) in enumerate(zip(suite.tests, suite.images, results)):
+            rows.append({"question": suite.question, "program_index": seen, "test": i, "image": image,
+                         "caption": test.caption, "expected": test.answer,
+                         "actual": result.answer if result.status == "ok" else f"[{result.status}]",
+                         "passed": unit_score(result, test.answer) == 1.0, "program_score": score,
+                         "program": program})
+    return rows
+
+
+viunit.table_rows = table_rows
+
+
+def metrics() -> dict:
+    """Running totals of this process's suite builders: suites built and reused,
+    candidates seen, and captions dropped for want of an image."""
+    totals: dict = {}
+    for b in _BUILDERS.values():
+        for k, v in b.stats.items():
+            totals[k] = totals.get(k, 0) + v
+    return totals
+
+
+viunit.metrics = metrics
