@@ -35,7 +35,7 @@ class SuiteConfig:
     layout_llm: bool = True         # an LLM writes layout JSON for captions the rules miss
     with_program: bool = False      # query+implementation prompt (needs programs)
     llm_model: str = "embedded:smollm2-135m-instruct"
-    llm_max_new_tokens: int = 512
+    llm_max_new_tokens: int = 256   # D.1 allows 512; the test lines end well before
     sequences: int = 3
     diffusion_model: str = ""
     diffusion_kind: str = "sd"
@@ -144,8 +144,10 @@ class SuiteBuilder:
             if self.cfg.synthesis == "diffusers":
                 from rewards.unit_tests.diffusion import DiffusersSynthesizer
 
+                # The LM-guided variant (GLIGEN) asks the unit-test LLM for phrases and boxes.
+                layout = self.complete() if self.cfg.diffusion_kind == "gligen" else None
                 self._synth = CaptionSynthesizer(DiffusersSynthesizer(self.cfg.diffusion_model,
-                                                                      kind=self.cfg.diffusion_kind))
+                                                                      kind=self.cfg.diffusion_kind, layout=layout))
             else:
                 self._synth = LayoutSynthesizer(self._layout_llm() if self.cfg.layout_llm else None)
         return self._synth
@@ -192,14 +194,14 @@ class SuiteBuilder:
             pending = list(todo.items())
             all_candidates = self.candidates([r for _, r in pending], progress=progress)
             for (key, r), cands in zip(pending, all_candidates):
-                suite = self._assemble(r["question"], cands)
+                suite = self.assemble(r["question"], cands)
                 self._memory[key] = suite
                 self.stats["suites_built"] += 1
                 if self.cache_dir:
                     save_suite(suite, self.cache_dir / key)
         return [self._memory[k] for k in keys]
 
-    def _assemble(self, question: str, cands: list[UnitTest]) -> Suite:
+    def assemble(self, question: str, cands: list[UnitTest]) -> Suite:
         """Walk the coverage order and synthesise until K images exist: a caption that
         yields no image is dropped, counted, and the next-best candidate takes its place."""
         cfg = self.cfg
