@@ -1,0 +1,121 @@
+"""Suites: building from a scripted LLM (the unit-test model is a boundary we replace with
+fixed replies to keep this tier fast; the real model runs in tests/integration), coverage
+order with dropped captions, the run-folder cache, and option checking."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rewards.unit_tests.suite import Suite, SuiteBuilder, SuiteConfig, load_suite, save_suite, suite_key
+from rewards.unit_tests.types import UnitTest
+
+
+def _embed(texts):
+    # A deterministic stand-in embedding: hashed bytes -> 8-d vector.
+    return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(float)
+                     for t in texts])
+
+
+class ScriptedLLM:
+    def __init__(self, replies):
+        self.replies, self.calls = replies, 0
+
+    def __call__(self, prompts, n):
+        self.calls += 1
+        return [[self.replies[i % len(self.replies)] for i in range(n)] for _ in prompts]
+
+
+class ColourSynth:
+    """Draws a flat image per caption; captions containing 'nolayout' get none."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, tests, seed=0):
+        self.seen += [t.caption for t in tests]
+        return [None if "nolayout" in t.caption else Image.new("RGB", (16, 16), (len(t.caption) * 7 % 255, 0, 0))
+                for t in tests]
+
+
+REPLY = ('red circle" Answer: yes\n2. Image Caption: "blue square nolayout" Answer: no\n'
+         '3. Image Caption: "green triangle" Answer: no\n4. Image Caption: "two red circles" Answer: yes\n'
+         '5. Image Caption: "an empty image" Answer: no\n')
+
+
+class FakeTok:
+    chat_template = None
+
+
+def _builder(tmp_path=None, k=3, **kw):
+    llm = ScriptedLLM([REPLY])
+    b = SuiteBuilder(SuiteConfig(generator="llm", k=k, **kw), cache_dir=tmp_path, complete=llm, embed=_embed,
+                     synthesizer=ColourSynth())
+    return b, llm
+
+
+def test_build_replaces_dropped_captions_and_counts_them(monkeypatch):
+    import rewards.unit_tests.llm_generator as g
+
+    monkeypatch.setattr(g.prompts, "render", lambda tok, q, program=None: f"Q: {q}")
+    b, llm = _builder(k=4)
+    (suite,) = b.build([{"question": "Is there a red circle?"}])
+    assert len(suite) == 4 and len(suite.images) == 4
+    assert all("nolayout" not in t.caption for t in suite.tests)
+    assert suite.stats == {"candidates": 5, "dropped": 1}
+    assert b.stats["no_layout"] == 1 and b.stats["suites_built"] == 1
+    # answer_then_input: both answers come first.
+    assert {suite.tests[0].answer, suite.tests[1].answer} == {"yes", "no"}
+
+
+def test_suites_are_cached_on_disk_and_reused(tmp_path, monkeypatch):
+    import rewards.unit_tests.llm_generator as g
+
+    monkeypatch.setattr(g.prompts, "render", lambda tok, q, program=None: f"Q: {q}")
+    b1, llm1 = _builder(tmp_path)
+    rows = [{"question": "Is there a red circle?"}, {"question": "Is there a red circle?"}, {"question": "Other?"}]
+    s1 = b1.build(rows)
+    assert llm1.calls == 1 and b1.stats["suites_built"] == 2  # duplicates built once, in one batch
+    b2, llm2 = _builder(tmp_path)
+    s2 = b2.build(rows)
+    assert llm2.calls == 0 and b2.stats["suites_cached"] == 2
+    assert [t.caption for t in s2[0].tests] == [t.caption for t in s1[0].tests]
+    assert np.array_equal(np.asarray(s2[0].images[0]), np.asarray(s1[0].images[0]))
+    # Different settings -> a different suite folder.
+    assert suite_key("q", None, SuiteConfig(k=3)) != suite_key("q", None, SuiteConfig(k=4))
+
+
+def test_save_is_atomic_and_leftovers_are_ignored(tmp_path):
+    suite = Suite("q", [UnitTest("a", "yes")], [Image.new("RGB", (4, 4))], {"candidates": 1})
+    (tmp_path / "abc.tmp123").mkdir()  # a killed writer's leftovers
+    save_suite(suite, tmp_path / "abc")
+    assert load_suite(tmp_path / "abc").tests[0].caption == "a"
+    assert load_suite(tmp_path / "missing") is None
+    assert not any(p.name.startswith("abc.tmp") and p.name != "abc.tmp123" for p in tmp_path.iterdir())
+
+
+def test_config_errors_are_one_line_and_name_the_choices():
+    with pytest.raises(ValueError, match="generator 'gpt'.*llm, scene"):
+        SuiteConfig(generator="gpt")
+    with pytest.raises(ValueError, match="strategy"):
+        SuiteConfig(strategy="everything")
+    with pytest.raises(ValueError, match="diffusion_model"):
+        SuiteConfig(synthesis="diffusers")
+    with pytest.raises(ValueError, match="unknown option.*kk"):
+        SuiteConfig.from_kwargs({"kk": 3})
+
+
+def test_viunit_options_are_checked_at_startup(tmp_path):
+    from train.config import ConfigError, load_config
+    from train.setup import validate
+
+    cfg_path = tmp_path / "c.yaml"
+    cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generator: scene, aggregator: median}\n")
+    with pytest.raises(ConfigError, match="aggregator 'median'"):
+        validate(load_config(str(cfg_path), []))
+    cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generatr: scene}\n")
+    with pytest.raises(ConfigError, match="unknown option"):
+        validate(load_config(str(cfg_path), []))
