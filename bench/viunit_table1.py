@@ -79,7 +79,10 @@ def main() -> None:
             t1 = time.time()
             builder = SuiteBuilder(SuiteConfig(generator=gen, k=args.tests, seed=seed))
             cands = builder.candidates(rows, progress=True)
-            suites = [builder.assemble(r["question"], c) for r, c in zip(rows, cands)]
+            t2 = time.time()
+            suites = builder.assemble_many([r["question"] for r in rows], cands)
+            print(f"seed {seed}: {gen} candidates in {t2 - t1:.0f}s, images in {time.time() - t2:.0f}s, "
+                  f"{builder.stats['no_layout']} captions without a layout", flush=True)
             if gen == "llm":
                 oracle.append(oracle_check(rows, cands))
                 print(f"seed {seed}: llm tests vs scene oracle {oracle[-1]}", flush=True)

@@ -7,12 +7,25 @@ trained: a policy that wrote its own tests could agree with itself).
 
 from __future__ import annotations
 
+import functools
+
 from rewards.unit_tests import prompts
 from rewards.unit_tests.parse import candidates_from_replies
 from rewards.unit_tests.types import UnitTest
 
 # A reply ends at a blank line or when the model starts the next "Query:".
 STOP = r"\n\s*\n|\nQ|\n#|<\|im_end\|>"
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_model(name: str, dtype: str):
+    """One frozen copy per process: the test writer and the layout writer share it."""
+    from policies.model import load_model
+
+    model, tokenizer = load_model(name, dtype)
+    model.eval()
+    model.requires_grad_(False)
+    return model, tokenizer
 
 
 class TextSampler:
@@ -35,10 +48,8 @@ class TextSampler:
     def _load(self):
         if self._generator is None:
             from policies.generation import GenerationConfig, HFGenerator
-            from policies.model import load_model
 
-            model, tokenizer = load_model(self.name, self.dtype)
-            model.eval()
+            model, tokenizer = _shared_model(self.name, self.dtype)
             self._generator = HFGenerator(model, tokenizer, GenerationConfig(**self.settings), seed=self.seed)
         return self._generator
 

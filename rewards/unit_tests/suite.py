@@ -35,7 +35,7 @@ class SuiteConfig:
     layout_llm: bool = True         # an LLM writes layout JSON for captions the rules miss
     with_program: bool = False      # query+implementation prompt (needs programs)
     llm_model: str = "embedded:smollm2-135m-instruct"
-    llm_max_new_tokens: int = 256   # D.1 allows 512; the test lines end well before
+    llm_max_new_tokens: int = 192   # D.1 allows 512; ~8 test lines fit, enough for M = 20 from 3 replies
     sequences: int = 3
     diffusion_model: str = ""
     diffusion_kind: str = "sd"
@@ -153,10 +153,14 @@ class SuiteBuilder:
         return self._synth
 
     def _layout_llm(self):
+        from rewards.unit_tests.llm_generator import TextSampler
         from rewards.unit_tests.shapes_layout import LLMLayout
 
-        complete = self.complete()
-        return LLMLayout(lambda prompts, n: complete(prompts, n))
+        # D.4.1's layout sampling: temperature 1.0, top_p 0.9, 5 candidates; a layout is
+        # one JSON line, so a newline ends it.
+        sampler = TextSampler(self.cfg.llm_model, temperature=1.0, top_p=0.9, max_new_tokens=160,
+                              seed=self.cfg.seed, stop=r"\n")
+        return LLMLayout(lambda prompts, n: sampler(prompts, n))
 
     # ---- building ----------------------------------------------------------------
     def candidates(self, rows: list[dict], programs: list[str] | None = None, progress: bool = False):
@@ -193,8 +197,8 @@ class SuiteBuilder:
         if todo:
             pending = list(todo.items())
             all_candidates = self.candidates([r for _, r in pending], progress=progress)
-            for (key, r), cands in zip(pending, all_candidates):
-                suite = self.assemble(r["question"], cands)
+            suites = self.assemble_many([r["question"] for _, r in pending], all_candidates)
+            for (key, r), suite in zip(pending, suites):
                 self._memory[key] = suite
                 self.stats["suites_built"] += 1
                 if self.cache_dir:
@@ -202,26 +206,39 @@ class SuiteBuilder:
         return [self._memory[k] for k in keys]
 
     def assemble(self, question: str, cands: list[UnitTest]) -> Suite:
-        """Walk the coverage order and synthesise until K images exist: a caption that
-        yields no image is dropped, counted, and the next-best candidate takes its place."""
+        return self.assemble_many([question], [cands])[0]
+
+    def assemble_many(self, questions: list[str], candidates: list[list[UnitTest]]) -> list[Suite]:
+        """σ then M for many questions. Each question walks its coverage order; a caption
+        that yields no image is dropped, counted, and the next-best candidate takes its
+        place. Every round synthesises all questions' next captions in one call, so a
+        layout LLM sees one batch per round rather than one per question."""
         cfg = self.cfg
-        order = coverage_sample(cands, len(cands), self.embed, cfg.strategy, cfg.criterion,
-                                rng=_rng(cfg.seed, question))
-        tests, images, dropped = [], [], 0
+        orders = [coverage_sample(c, len(c), self.embed, cfg.strategy, cfg.criterion, rng=_rng(cfg.seed, q))
+                  for q, c in zip(questions, candidates)]
+        tests: list[list] = [[] for _ in questions]
+        images: list[list] = [[] for _ in questions]
+        dropped = [0] * len(questions)
+        start = [0] * len(questions)
         synth = self.synthesizer()
-        start = 0
-        while len(tests) < cfg.k and start < len(order):
-            batch = order[start : start + cfg.k - len(tests)]
-            start += len(batch)
-            for t, im in zip(batch, synth(batch, seed=cfg.seed)):
+        while True:
+            batch = []  # (question index, test)
+            for i, order in enumerate(orders):
+                take = order[start[i] : start[i] + cfg.k - len(tests[i])]
+                start[i] += len(take)
+                batch += [(i, t) for t in take]
+            if not batch:
+                break
+            for (i, t), im in zip(batch, synth([t for _, t in batch], seed=cfg.seed)):
                 if im is None:
-                    dropped += 1
+                    dropped[i] += 1
                 else:
-                    tests.append(t)
-                    images.append(im)
-        self.stats["candidates"] += len(cands)
-        self.stats["no_layout"] += dropped
-        return Suite(question, tests, images, {"candidates": len(cands), "dropped": dropped})
+                    tests[i].append(t)
+                    images[i].append(im)
+        self.stats["candidates"] += sum(len(c) for c in candidates)
+        self.stats["no_layout"] += sum(dropped)
+        return [Suite(q, t, im, {"candidates": len(c), "dropped": d})
+                for q, t, im, c, d in zip(questions, tests, images, candidates, dropped)]
 
 
 def _rng(seed: int, question: str) -> random.Random:
