@@ -261,6 +261,12 @@ class LayoutSynthesizer:
         if missing and self.llm_layout is not None:
             for i, s in zip(missing, self.llm_layout([tests[i].caption for i in missing])):
                 scenes[i] = s
+                if s is not None:
+                    tests[i].extra["layout"] = "llm"
+        for t, s in zip(tests, scenes):  # the test keeps the layout it is drawn from
+            if s is not None and t.scene is None:
+                t.scene = s.to_json()
+                t.extra.setdefault("layout", "rules")
         return [render(s, self.size) if s is not None else None for s in scenes]
 
 
