@@ -31,6 +31,20 @@ def wandb_mode(requested: str) -> str:
     return "online" if any("wandb" in h for h in hosts) else "offline"
 
 
+MAX_MEDIA = 40
+
+
+def _is_image(value) -> bool:
+    from PIL import Image
+
+    return isinstance(value, Image.Image)
+
+
+def _caption(row: dict, image_column: str) -> str:
+    # Short fields only: a program's source would drown the caption.
+    return " | ".join(f"{k}: {v}" for k, v in row.items() if k != image_column and len(str(v)) < 120)
+
+
 def _cell(value):
     """Table cells: PIL images become W&B images, everything else passes through."""
     from PIL import Image
@@ -94,6 +108,11 @@ class Tracker:
 
                 columns = list(rows[0])
                 payload[key] = wandb.Table(columns=columns, data=[[_cell(row.get(c)) for c in columns] for row in rows])
+                # Offline runs write table images as the word "Image" (wandb/wandb#4611),
+                # so the images also go out as a captioned media list.
+                images = [(c, row) for row in rows for c in columns if _is_image(row.get(c))][:MAX_MEDIA]
+                if images:
+                    payload[f"{key}_images"] = [wandb.Image(row[c], caption=_caption(row, c)) for c, row in images]
         self.run.log(payload)
 
     def summary(self, values: dict) -> None:
