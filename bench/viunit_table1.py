@@ -127,7 +127,7 @@ def main() -> None:
     def ms(values):
         return (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
 
-    print(f"\n| setup | accuracy | error rate | logical accuracy | right for wrong reasons |\n|---|---|---|---|---|")
+    print("\n| setup | accuracy | error rate | logical accuracy | right for wrong reasons |\n|---|---|---|---|---|")
     for name, runs in results.items():
         cells = []
         for key in ("accuracy", "error_rate", "logical_accuracy", "right_for_wrong_reasons"):

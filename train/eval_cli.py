@@ -16,20 +16,15 @@ import random
 import sys
 from pathlib import Path
 
+from envs.cliargs import OneLineParser, UsageError
+
 from train.strategies import NEEDS_SUITES, STRATEGIES, Choice, Scoring, choose
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not argparse's usage dump
-        raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vprl eval", description="Evaluate a policy (optionally with a LoRA adapter) under "
+    p = OneLineParser(prog="vprl eval", description="Evaluate a policy (optionally with a LoRA adapter) under "
                 "an answering strategy of ViUniT: a single program, a majority vote, unit-test "
                 "selection, answer refusal, or re-prompting. Prints metrics as JSON.")
     p.add_argument("--data", required=True, help="a saved DatasetDict (vprl data shapes --out DIR) or a VQA source")

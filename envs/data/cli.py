@@ -8,16 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from envs.cliargs import OneLineParser, UsageError
+
 PROG = "vprl data shapes"
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not argparse's usage dump
-        raise _UsageError(message)
 
 
 def _count(text: str) -> int:
@@ -41,7 +36,7 @@ def _fraction(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Generate the synthetic shapes VQA dataset "
+    p = OneLineParser(prog=PROG, description="Generate the synthetic shapes VQA dataset "
                 "(a datasets.DatasetDict loadable with datasets.load_from_disk).")
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--train", type=_count, default=1000, help="train questions (1000)")
@@ -61,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
-        raise _UsageError(f"--out {out} exists and is not a folder")
+        raise UsageError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise _UsageError(f"--out {out} is not empty; pass --overwrite to replace it")
+        raise UsageError(f"--out {out} is not empty; pass --overwrite to replace it")
 
 
 def write(args) -> Path:
@@ -76,7 +71,7 @@ def write(args) -> Path:
         families = [f.strip() for f in args.families.split(",") if f.strip()]
         bad = sorted(set(families) - set(FAMILIES))
         if bad:
-            raise _UsageError(f"unknown families {bad}; known: {', '.join(FAMILIES)}")
+            raise UsageError(f"unknown families {bad}; known: {', '.join(FAMILIES)}")
     out = args.out.resolve()
     _check_out(out, args.overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +118,7 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         out = write(args)
-    except _UsageError as e:
+    except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except SystemExit as e:  # --help

@@ -14,18 +14,13 @@ import shutil
 import sys
 from pathlib import Path
 
-
-class UsageError(Exception):
-    pass
+from envs.cliargs import OneLineParser, UsageError
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vprl unit-tests", description="Generate candidate visual unit tests for a question "
+    p = OneLineParser(prog="vprl unit-tests", description="Generate candidate visual unit tests for a question "
                 "(an LLM, or the shapes scene oracle), pick K by coverage sampling, synthesise their "
                 "images, and write them with the expected answers.")
     p.add_argument("--question", required=True, help="the question the tests are for")
