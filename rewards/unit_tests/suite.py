@@ -91,10 +91,10 @@ def save_suite(suite: Suite, folder: Path) -> None:
             name = f"test_{i:02d}.png"
             im.save(tmp / name)
             f.write(json.dumps({**asdict(t), "image": name}) + "\n")
-    if folder.exists():
-        shutil.rmtree(tmp)  # another rank or process got there first: same content
-        return
-    os.replace(tmp, folder)
+    try:
+        os.replace(tmp, folder)
+    except OSError:  # another rank or process got there first, with the same content
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_suite(folder: Path) -> Suite | None:

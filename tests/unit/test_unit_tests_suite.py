@@ -119,3 +119,12 @@ def test_viunit_options_are_checked_at_startup(tmp_path):
     cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generatr: scene}\n")
     with pytest.raises(ConfigError, match="unknown option"):
         validate(load_config(str(cfg_path), []))
+
+
+def test_a_second_writer_of_the_same_suite_loses_quietly(tmp_path):
+    a = Suite("q", [UnitTest("first", "yes")], [Image.new("RGB", (4, 4))], {})
+    b = Suite("q", [UnitTest("second", "yes")], [Image.new("RGB", (4, 4))], {})
+    save_suite(a, tmp_path / "k")
+    save_suite(b, tmp_path / "k")  # e.g. another rank built the same question
+    assert load_suite(tmp_path / "k").tests[0].caption == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["k"]
