@@ -59,3 +59,24 @@ def test_unit_tests_with_the_embedded_llm(tmp_path):
     head = json.loads(lines[0])
     assert head["question"] == "Is there a red circle?" and head["stats"]["candidates"] >= 1
     assert len(lines) - 1 == head["stats"]["candidates"] - head["stats"]["dropped"] or len(lines) - 1 == 3
+
+
+def test_eval_reprompting_strategies_with_the_embedded_policy(tmp_path):
+    """reprompt and error_reprompt sample corrections from the real policy."""
+    data = tmp_path / "shapes"
+    subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",
+                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=_env(), check=True)
+    for strategy in ("reprompt", "error_reprompt"):
+        out = tmp_path / f"{strategy}.json"
+        proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", strategy,
+                               "--programs", "1", "--unit-tests", "3", "--generator", "scene", "--iterations", "1",
+                               "--max-new-tokens", "32", "--counterfactuals", "0", "--out", str(out)],
+                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        choices = json.loads(out.read_text())["choices"]
+        assert len(choices) == 2
+        for c in choices:
+            # A round happens exactly when the first program failed its criterion.
+            assert c["rounds"] in (0, 1)
+            if strategy == "error_reprompt" and c["rounds"] == 0:
+                assert c["status"] == "ok"
