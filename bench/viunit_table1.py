@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envs.data.shapes import build_dataset  # noqa: E402
 from envs.data.spec import answer_spec, well_defined  # noqa: E402
 from envs.execution import shared_executor  # noqa: E402
+from rewards.metrics import gqa_accuracy  # noqa: E402
 from rewards.unit_tests.scoring import same_answer  # noqa: E402
 from rewards.unit_tests.shapes_layout import parse_caption  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
@@ -122,6 +123,16 @@ def main() -> None:
             print(f"seed {seed}  {name:34s} acc {m['accuracy']:.3f}  err {m['error_rate']:.3f}  "
                   f"logical {m.get('logical_accuracy', float('nan')):.3f}  "
                   f"rfwr {m.get('right_for_wrong_reasons', float('nan')):.3f}", flush=True)
+        # Context for the comparison: how often ANY of the N programs is right (an upper
+        # bound for every selector), and how often the scene suite ranks a right program first.
+        own = executor.run([p for ps in programs for p in ps], [r["image"] for r in rows for _ in range(args.programs)])
+        right = [[gqa_accuracy(own[i * args.programs + j].answer, r["answer"]) == 1.0
+                  if own[i * args.programs + j].status == "ok" else False for j in range(args.programs)]
+                 for i, r in enumerate(rows)]
+        results.setdefault(f"any of {args.programs} right (oracle bound)", []).append(
+            {"accuracy": sum(any(x) for x in right) / len(rows)})
+        print(f"seed {seed}: some program right on {sum(any(x) for x in right)}/{len(rows)} questions; "
+              f"all {args.programs} right on {sum(all(x) for x in right)}", flush=True)
         print(f"seed {seed}: programs in {t_gen:.0f}s, total {time.time() - t0:.0f}s", flush=True)
 
     def ms(values):
