@@ -157,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                 for ro in family_rollouts:
                     ro.family = name
                 rollouts += family_rollouts
+            # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
+            # sees it, but it is how runs with different rewards are compared.
+            label_acc, _ = scorer.score([""] * len(rollouts), [r.program for r in rollouts],
+                                        reward_columns(batch, [r.row for r in rollouts], cfg.data.metric))
+            for ro, acc in zip(rollouts, label_acc):
+                ro.accuracy = acc
             t_rollout = time.time() - t0
 
             # ---------------------------------------------------- 4. rewards -> weights
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- 7. log, checkpoint, stop
             all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids),
-                                           r.family) for r in rollouts])
+                                           r.family, r.accuracy) for r in rollouts])
             all_evals = gather_object([(r.reward, r.result.status) for r in evals])
             all_logical = gather_object(logical)
             all_hits = {k: gather_object(v) for k, v in eval_hits.items()}
@@ -221,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics["rollout/samples"] = len(all_rollouts)
             metrics["rollout/weighted_samples"] = sum(r[1] > 0 for r in all_rollouts)
             metrics["rollout/completion_tokens"] = _stats([r[4] for r in all_rollouts])[0]
+            metrics["rollout/accuracy"] = _stats([r[6] for r in all_rollouts])[0]
             metrics.update(loss_stats)
             metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
             metrics["eval/questions"] = len(all_evals)
@@ -229,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics.update({f"eval/{k}/accuracy": _stats(v)[0] for k, v in all_hits.items()})
             for name in selfplay.names:
                 fam = [r for r in all_rollouts if r[5] == name]
-                metrics[f"rollout/{name}/accuracy"] = _stats([r[3].get("correctness", r[0]) for r in fam])[0]
+                metrics[f"rollout/{name}/accuracy"] = _stats([r[6] for r in fam])[0]
                 metrics[f"rollout/{name}/pass_rate"] = _stats([float(r[2] == "ok") for r in fam])[0]
             metrics.update(selfplay_metrics)
             for name, fn in zip(reward_set.names, reward_set.fns):  # a reward's own counters (rank 0's)

@@ -24,6 +24,7 @@ class Rollout:
     weight: float = 0.0
     family: str = ""        # prompt family (few-shot pool) the program was written in
     refined: bool = False   # replaced by a self-refinement round
+    accuracy: float | None = None  # the task metric against the label: logged, never trained on
 
 
 def reward_columns(rows: list[dict], index: list[int], metric: str | None) -> dict:

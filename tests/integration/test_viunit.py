@@ -20,6 +20,7 @@ def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
     m = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert math.isfinite(m["rewards/viunit/mean"]) and -0.1 <= m["rewards/viunit/mean"] <= 1.0
     assert m["rewards/viunit/suites_built"] >= 1
+    assert 0.0 <= m["rollout/accuracy"] <= 1.0  # label accuracy is logged even though the reward never sees labels
     suites = list((run_dir / "unit_tests").glob("*/tests.jsonl"))
     assert len(suites) == m["rewards/viunit/suites_built"]
     tests = [json.loads(x) for x in suites[0].read_text().splitlines()[1:]]
