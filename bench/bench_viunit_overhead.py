@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -25,8 +27,11 @@ def one_iteration(reward: str, generator: str, questions: int, out: Path, tag: s
     overrides = [f"output_dir={out}", f"run_name={tag}", "iterations=1", f"questions_per_iteration={questions}",
                  "tracking.wandb=false"]
     config = ROOT / "configs" / ("shapes_viunit_cpu.yaml" if reward == "viunit" else "shapes_rwr_cpu.yaml")
-    if reward == "viunit":
-        overrides.append(f"rewards.0.kwargs.generator={generator}")
+    if reward == "viunit" and generator != "scene":  # list entries take no dotted overrides: edit a copy
+        spec = yaml.safe_load(config.read_text())
+        spec["rewards"][0]["kwargs"]["generator"] = generator
+        config = out / f"{tag}.yaml"
+        config.write_text(yaml.safe_dump(spec))
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, str(ROOT / "train" / "iterate.py"), "--config", str(config), *overrides],
                    check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
