@@ -17,7 +17,10 @@ def check_kwargs(kwargs: dict) -> None:
     """Start-up check of a config's `rewards: - name: viunit, kwargs: {...}`."""
     scoring = {k: v for k, v in kwargs.items() if k in SCORING_OPTIONS}
     suite = {k: v for k, v in kwargs.items() if k not in SCORING_OPTIONS}
-    SuiteConfig.from_kwargs(suite)
+    if SuiteConfig.from_kwargs(suite).with_program:
+        raise ValueError("viunit: with_program needs a suite per program, which the reward does not build; "
+                         "use the query-only generator (the paper's better setting, section 5) or "
+                         "LLMTestGenerator(with_program=True) directly")
     if scoring.get("aggregator", "mean") not in AGGREGATORS:
         raise ValueError(f"viunit: unknown aggregator {scoring['aggregator']!r}; choose one of {', '.join(AGGREGATORS)}")
 

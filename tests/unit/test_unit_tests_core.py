@@ -205,3 +205,28 @@ def test_reprompt_renders_into_the_policy_prompt():
     prompt = render_refinement(get_family("viper_compact"), None, "Is there a circle?", "def execute_command(image):\n    return 'yes'\n", fb)
     assert "# Incorrect program:" in prompt and "# Test A" in prompt and prompt.rstrip().endswith(prompt.rstrip().splitlines()[-1])
     assert prompt.index("# Test Cases:") < prompt.index("# Corrected program:")
+
+
+def test_generator_prompts_query_only_and_with_implementation():
+    from rewards.unit_tests import prompts
+    from rewards.unit_tests.llm_generator import LLMTestGenerator
+
+    seen = []
+
+    def complete(texts, n):
+        seen.extend(texts)
+        return [['red circle" Answer: yes\n2. Image Caption: "an empty image" Answer: no'] * n for _ in texts]
+
+    tok = NS(chat_template=None)
+    out = LLMTestGenerator(complete, tok, sequences=3)(["Is there a red circle?"])
+    assert [(t.caption, t.answer) for t in out[0]] == [("red circle", "yes"), ("an empty image", "no")]
+    q_only = seen[-1]
+    assert q_only.startswith(prompts.SYSTEM_PROMPT) and q_only.endswith("Query: Is there a red circle?\nTests:\n" + prompts.OPENING)
+    assert "Query: Is there a cat or dog in the image?" in q_only and "Program:" not in q_only
+    program = "def execute_command(image):\n    return 'yes'"
+    LLMTestGenerator(complete, tok, with_program=True)(["Is there a red circle?"], [program])
+    with_impl = seen[-1]
+    assert f"Query: Is there a red circle?\nProgram:\n{program}\nTests:\n" in with_impl
+    assert "limited to a single word" in with_impl and "bool_to_yesno" in with_impl
+    with pytest.raises(ValueError, match="needs the programs"):
+        LLMTestGenerator(complete, tok, with_program=True)(["q"])

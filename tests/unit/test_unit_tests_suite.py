@@ -116,6 +116,9 @@ def test_viunit_options_are_checked_at_startup(tmp_path):
     cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generator: scene, aggregator: median}\n")
     with pytest.raises(ConfigError, match="aggregator 'median'"):
         validate(load_config(str(cfg_path), []))
+    cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {with_program: true}\n")
+    with pytest.raises(ConfigError, match="suite per program"):
+        validate(load_config(str(cfg_path), []))
     cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generatr: scene}\n")
     with pytest.raises(ConfigError, match="unknown option"):
         validate(load_config(str(cfg_path), []))
