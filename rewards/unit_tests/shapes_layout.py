@@ -20,7 +20,8 @@ This module only re-exports the public names; the code lives in
 * ``shapes_grid``: the 3x3 grid (``ROWS``, ``COLS``, ``CELL_PHRASES``, ``cell_center``,
   ``cell_of``, ``on_grid``) and ``caption_scene``;
 * ``shapes_lexicon``: the parser's closed vocabulary and tokenizer;
-* ``shapes_parser``: the rule parser, the layout search and ``parse_caption``;
+* ``shapes_parser``: the rule parser and ``parse_caption``;
+* ``shapes_placement``: choosing attributes and grid cells for a parsed caption;
 * ``shapes_llm_layout``: ``LAYOUT_PROMPT``, ``layout_prompt``, ``parse_layout_json``,
   ``LLMLayout``, ``captions_to_scenes`` and ``caption_to_scene``.
 """
