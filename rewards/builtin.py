@@ -24,23 +24,27 @@ def correctness(prompts, completions, image=None, answer=None, answers=None, met
     `metric` is a metric name, or a per-row list of names when the dataset carries a
     `metric` column (real-dataset presets do).
     """
-    from rewards.metrics import REFERENCE_COLUMN, get_metric
-
     if image is None or (answer is None and answers is None):
         return [None] * len(completions)
     results = _execute(prompts, completions, image)
-    out = []
-    for i, result in enumerate(results):
-        name = metric[i] if isinstance(metric, (list, tuple)) else metric
-        if result.status != "ok" or result.answer is None:
-            out.append(0.0)
-            continue
-        if REFERENCE_COLUMN.get(name, "answer") == "answers":
-            target = answers[i] if answers is not None else [answer[i]]
-        else:
-            target = answer[i] if answer is not None else answers[i][0]
-        out.append(float(get_metric(name)(result.answer, target)))
-    return out
+    return [result_accuracy(result, answer[i] if answer is not None else None,
+                            answers[i] if answers is not None else None,
+                            metric[i] if isinstance(metric, (list, tuple)) else metric)
+            for i, result in enumerate(results)]
+
+
+def result_accuracy(result, answer: str | None, answers: list | None, metric: str = "gqa_accuracy") -> float:
+    """The task metric of one execution result against a row's `answer` / `answers`,
+    whichever the metric reads; a failed run or a missing answer scores 0."""
+    from rewards.metrics import REFERENCE_COLUMN, get_metric
+
+    if result.status != "ok" or result.answer is None:
+        return 0.0
+    if REFERENCE_COLUMN.get(metric, "answer") == "answers":
+        target = answers if answers is not None else [answer]
+    else:
+        target = answer if answer is not None else answers[0]
+    return float(get_metric(metric)(result.answer, target))
 
 
 @register("executes")

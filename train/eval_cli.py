@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
     p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
-    p.add_argument("--metric", default="gqa_accuracy", help="answer metric (gqa_accuracy)")
+    p.add_argument("--metric", default="gqa_accuracy",
+                   help="answer metric when the data has no 'metric' column (gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default=None, help="folder to cache unit-test suites in")
     p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON)")
@@ -118,13 +119,13 @@ class Policy:
 def metrics(choices: list[Choice], rows: list[dict], executor, metric: str, counterfactuals: int,
             seed: int = 0) -> dict:
     """accuracy, error rate, refusal rate, and logical metrics for shapes questions."""
-    from rewards.metrics import get_metric
+    from rewards.builtin import result_accuracy
     from train.evaluate import logical_metrics, summarize
 
-    score = get_metric(metric)
     n = len(choices)
-    acc = [float(score(c.result.answer, rows[c.row]["answer"])) if c.result.status == "ok" else 0.0
-           for c in choices]
+    # A dataset's own per-row `metric` column wins over the flag, as in training.
+    acc = [result_accuracy(c.result, rows[c.row].get("answer"), rows[c.row].get("answers"),
+                           rows[c.row].get("metric") or metric) for c in choices]
     out = {"questions": n, "accuracy": sum(acc) / n if n else float("nan"),
            "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
            "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
@@ -143,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.programs < 1 or args.unit_tests < 1:
             raise UsageError("--programs and --unit-tests must be >= 1")
+        from rewards.metrics import METRICS
+
+        if args.metric not in METRICS:
+            raise UsageError(f"--metric {args.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
         if args.adapter and not (Path(args.adapter) / "adapter_config.json").exists():
             raise UsageError(f"--adapter {args.adapter!r} is not a LoRA adapter folder "
                              "(expected adapter_config.json; try runs/NAME/best/adapter)")

@@ -94,3 +94,18 @@ def test_strategy_errors(ex):
         choose("viunit", ROWS, [[RIGHT]], ex)
     with pytest.raises(ValueError, match="re-prompt"):
         choose("reprompt", ROWS, [[RIGHT]], ex, [SUITE])
+
+
+def test_eval_accuracy_reads_the_metric_reference_column(ex):
+    """vqa_soft_accuracy scores against the `answers` list, as the correctness reward does
+    (gqa_accuracy on `answer` would give 1.0 here)."""
+    from rewards.metrics import vqa_soft_accuracy
+    from train.eval_cli import metrics
+    from train.strategies import Choice
+
+    answers = ["yes"] * 2 + ["no"] * 8
+    rows = [{"question": "q", "answer": "yes", "answers": answers, "image": RED_CIRCLE,
+             "metric": "vqa_soft_accuracy"}]
+    (result,) = ex.run([ALWAYS_YES], [RED_CIRCLE])
+    out = metrics([Choice(0, ALWAYS_YES, result)], rows, ex, "gqa_accuracy", counterfactuals=0)
+    assert out["accuracy"] == pytest.approx(vqa_soft_accuracy("yes", answers)) and out["accuracy"] < 1.0

@@ -55,6 +55,8 @@ def test_eval_bad_input(tmp_path, capsys):
     assert "invalid choice" in _one_line_error(capsys)
     assert eval_main(["--data", str(tmp_path), "--programs", "0"]) == 2
     _one_line_error(capsys)
+    assert eval_main(["--data", str(tmp_path), "--metric", "bleu"]) == 2
+    assert "--metric" in _one_line_error(capsys)
     assert eval_main(["--data", str(tmp_path), "--adapter", str(tmp_path)]) == 2
     assert "adapter_config.json" in _one_line_error(capsys)
 
