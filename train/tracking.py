@@ -47,9 +47,7 @@ def _caption(row: dict, image_column: str) -> str:
 
 def _cell(value):
     """Table cells: PIL images become W&B images, everything else passes through."""
-    from PIL import Image
-
-    if isinstance(value, Image.Image):
+    if _is_image(value):
         import wandb
 
         return wandb.Image(value)
