@@ -9,7 +9,7 @@ from rewards.programs import program_from
 from rewards.unit_tests.scoring import AGGREGATORS, THETA, run_on_suites, suite_score, unit_score, viunit_reward
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
 
-SCORING_OPTIONS = {"theta": THETA, "eps_runtime": 0.1, "eps_compile": 0.1, "aggregator": "mean"}
+SCORING_OPTIONS = ("theta", "eps_runtime", "eps_compile", "aggregator")  # defaults: viunit's signature
 _BUILDERS: dict[tuple, SuiteBuilder] = {}
 
 
