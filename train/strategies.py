@@ -105,10 +105,11 @@ def _unit_test_reprompt(choices, rows, suites, executor, reprompt, iterations, s
         results = run_on_suites(executor, [c.program for c in failing], [suites[c.row] for c in failing])
         feedback = [unit_test_feedback(suites[c.row], r) for c, r in zip(failing, results)]
         fresh = reprompt([c.row for c in failing], [c.program for c in failing], feedback)
-        own = _run_on_own_images(executor, rows, _expand(fresh, failing, len(rows)))
-        scores = _scores(executor, _expand(fresh, failing, len(rows)), suites, sc)
+        per_row = _expand(fresh, failing, len(rows))
+        own = _run_on_own_images(executor, rows, per_row)
+        scores = _scores(executor, per_row, suites, sc)
         for c in failing:
-            ps, rs, ss = fresh[failing.index(c)], own[c.row], scores[c.row]
+            ps, rs, ss = per_row[c.row], own[c.row], scores[c.row]
             if not ps:
                 continue
             k = select_best(ss, [r.answer if r.status == "ok" else None for r in rs], sc.tie_break, rng)
@@ -126,9 +127,10 @@ def _error_reprompt(rows, programs, own, executor, reprompt, iterations):
             break
         fresh = reprompt([c.row for c in failing], [c.program for c in failing],
                          [error_feedback(c.result) for c in failing])
-        runs = _run_on_own_images(executor, rows, _expand(fresh, failing, len(rows)))
+        per_row = _expand(fresh, failing, len(rows))
+        runs = _run_on_own_images(executor, rows, per_row)
         for c in failing:
-            ps, rs = fresh[failing.index(c)], runs[c.row]
+            ps, rs = per_row[c.row], runs[c.row]
             if ps:
                 k = next((j for j, r in enumerate(rs) if r.status == "ok"), 0)
                 c.program, c.result, c.rounds = ps[k], rs[k], round_
