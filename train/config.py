@@ -1,16 +1,29 @@
 """Experiment configuration: dataclasses whose YAML keys match their fields one to one.
 
 `load_config(path, overrides)` reads a YAML file, applies dotted `key=value` overrides,
-and rejects unknown keys and wrong types with one line that says what to change.
+and rejects unknown keys, wrong types and out-of-range values with one line that says
+what to change. The rules live on the fields themselves, so a new field is checked and
+documented (`vprl train --help`) by writing its annotation:
+
+    mode: Literal["a", "b"] = "a"          # one of a fixed set of values
+    lr: Positive[float] = 2e-4             # a number > 0 (also NonNegative, AtLeast1, Fraction)
+    rewards: NonEmpty[list[RewardSpec]]    # a list (or string) with at least one item
+    prompt: Registered[str, "envs.prompts:FAMILIES"]  # a name from a registry (checked by
+                                           # train.setup.validate, since plug-ins may add names)
+
+A comment after a field is its help text.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import importlib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
 import yaml
 
@@ -19,65 +32,150 @@ class ConfigError(ValueError):
     """A configuration mistake; its message is one line naming the fix."""
 
 
+# ---------------------------------------------------------------------- field rules
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds on a number."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def describe(self) -> str:
+        parts = [f"{op} {bound:g}" for op, bound in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+                 if bound is not None]
+        return " and ".join(parts)
+
+    def check(self, value, where: str) -> None:
+        ok = ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+              and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        if not ok:
+            raise ConfigError(f"{where} must be {self.describe()}, got {value!r}; fix the value in your config")
+
+
+@dataclass(frozen=True)
+class MinLen:
+    """At least `n` items (a list) or characters (a string)."""
+
+    n: int = 1
+
+    def describe(self) -> str:
+        return "non-empty" if self.n == 1 else f"at least {self.n} long"
+
+    def check(self, value, where: str) -> None:
+        if len(value) < self.n:
+            raise ConfigError(f"{where} must be {self.describe()}, got {value!r}; fix the value in your config")
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A name from a registry that plug-ins can extend: `module:attr` is a collection of
+    names or a function returning one. Looked up by `check_registered`, not at load time."""
+
+    registry: str
+    what: str = ""  # e.g. "per-question metric": said when a name is refused
+
+    def names(self) -> list[str]:
+        module, _, attr = self.registry.partition(":")
+        found = getattr(importlib.import_module(module), attr)
+        return sorted(found() if callable(found) else found)
+
+    def describe(self) -> str:
+        try:
+            return "one of " + ", ".join(self.names())
+        except Exception:  # help must print even when a registry cannot be imported
+            return f"a name from {self.registry}"
+
+
+class _Rule:
+    """`Positive[float]` is `Annotated[float, Range(gt=0)]`: a short spelling for the dataclasses."""
+
+    def __init__(self, *rules):
+        self.rules = rules
+
+    def __getitem__(self, tp):
+        return Annotated[(tp, *self.rules)]
+
+
+class _Registered:
+    def __getitem__(self, args):
+        tp, *registry = args
+        return Annotated[tp, OneOf(*registry)]
+
+
+Positive = _Rule(Range(gt=0))
+NonNegative = _Rule(Range(ge=0))
+AtLeast1 = _Rule(Range(ge=1))
+Fraction = _Rule(Range(ge=0, le=1))
+NonEmpty = _Rule(MinLen(1))
+Registered = _Registered()
+
+
+# ---------------------------------------------------------------------- the config
+
+
 @dataclass
 class LoraConfig:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    bias: str = "none"
-    init: str = "continue"  # continue: keep training last iteration's adapter; base: restart it
+    r: AtLeast1[int] = 16
+    alpha: Positive[int] = 32
+    dropout: Annotated[float, Range(ge=0, lt=1)] = 0.05
+    target_modules: NonEmpty[list[str]] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    bias: Literal["none", "all", "lora_only"] = "none"  # which biases train beside the adapter (PEFT)
+    init: Literal["continue", "base"] = "continue"  # continue: keep training last iteration's adapter; base: restart it
 
 
 @dataclass
 class OptimConfig:
-    lr: float = 2e-4
-    warmup_ratio: float = 0.1
-    schedule: str = "linear"
-    max_grad_norm: float = 0.3
-    weight_decay: float = 0.0
-    epochs: int = 1
-    micro_batch_size: int = 16
-    token_reduction: str = "mean"  # mean: per-example NLL averaged over its tokens; sum: Eq. 8 literally
+    lr: Positive[float] = 2e-4
+    warmup_ratio: Fraction[float] = 0.1
+    schedule: Literal["linear", "constant"] = "linear"
+    max_grad_norm: Positive[float] = 0.3
+    weight_decay: NonNegative[float] = 0.0
+    epochs: AtLeast1[int] = 1  # passes over an iteration's rollouts
+    micro_batch_size: AtLeast1[int] = 16
+    token_reduction: Literal["mean", "sum"] = "mean"  # mean: per-example NLL averaged over its tokens; sum: Eq. 8 literally
     share_prefix: bool = True  # run the prompt prefix shared by a micro-batch once
 
 
 @dataclass
 class WeightingConfig:
-    transform: str = "identity"  # identity | threshold (ViUniT Eq. 10: 1 if S >= theta else S)
-    threshold: float = 0.8
-    clip_negative: bool = True
+    transform: Literal["identity", "threshold"] = "identity"  # threshold: ViUniT Eq. 10, 1 if S >= theta else S
+    threshold: float = 0.8  # theta of the threshold transform
+    clip_negative: bool = True  # negative rewards train with weight 0
 
 
 @dataclass
 class GenerationConfig:
-    backend: str = "hf"  # hf | vllm
-    temperature: float = 1.0
-    top_p: float = 0.9
-    max_new_tokens: int = 320
-    batch_size: int = 32
-    prefix_cache: bool = True
-    eval_temperature: float = 0.0
+    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a GPU and `pip install -e '.[vllm]'`
+    temperature: NonNegative[float] = 1.0  # sampling temperature of the rollouts (0: greedy)
+    top_p: Annotated[float, Range(gt=0, le=1)] = 0.9
+    max_new_tokens: AtLeast1[int] = 320
+    batch_size: AtLeast1[int] = 32  # prompts x programs generated together
+    prefix_cache: bool = True  # encode the prompt prefix shared by a batch once
+    eval_temperature: NonNegative[float] = 0.0  # held-out evaluation (0: greedy)
 
 
 @dataclass
 class EarlyStoppingConfig:
     enabled: bool = True
-    patience: int = 2
-    min_delta: float = 0.0
+    patience: AtLeast1[int] = 2  # declines of the training reward in a row that stop the run
+    min_delta: NonNegative[float] = 0.0  # a drop smaller than this is not a decline
 
 
 @dataclass
 class SelfPlayConfig:
-    mode: str = "rwr_only"  # rwr_only: LoRA update, fixed prompt | pool_only: seed 002, no gradient | pool_and_rwr
-    families: list[str] = field(default_factory=list)  # prompt families, one pool each; [] = env.prompt
-    shots_per_step: list[int] = field(default_factory=lambda: [0, 4, 8])  # k at iteration i (last repeats)
-    strategy: str = "random"  # random | similar | diverse
-    capacity: int = 64
-    eviction: str = "oldest"  # oldest | lowest_reward | least_diverse
+    mode: Literal["rwr_only", "pool_only", "pool_and_rwr"] = "rwr_only"  # rwr_only: LoRA update, fixed prompt | pool_only: seed 002, no gradient | pool_and_rwr
+    families: list[Registered[str, "envs.prompts:FAMILIES"]] = field(default_factory=list)  # prompt families, one pool each; [] = env.prompt
+    shots_per_step: list[NonNegative[int]] = field(default_factory=lambda: [0, 4, 8])  # k at iteration i (last repeats)
+    strategy: Literal["random", "similar", "diverse"] = "random"  # how shots are picked from the pool
+    capacity: AtLeast1[int] = 64
+    eviction: Literal["oldest", "lowest_reward", "least_diverse"] = "oldest"
     threshold: float = 1.0  # admission: the task metric (correctness part) at least this
-    max_refinements: int = 0  # self-refinement rounds on compile/runtime errors
-    aggregate: list[str] = field(default_factory=lambda: ["majority", "judge", "oracle"])
+    max_refinements: NonNegative[int] = 0  # self-refinement rounds on compile/runtime errors
+    aggregate: list[Literal["majority", "judge", "oracle"]] = field(default_factory=lambda: ["majority", "judge", "oracle"])
 
 
 @dataclass
@@ -85,59 +183,59 @@ class TrackingConfig:
     wandb: bool = True
     project: str = "vprl"
     entity: str | None = None
-    mode: str = "auto"  # auto: online when logged in, else offline | online | offline | disabled
-    table_rows: int = 64
+    mode: Literal["auto", "online", "offline", "disabled"] = "auto"  # auto: online when logged in, else offline
+    table_rows: NonNegative[int] = 64  # rollouts per iteration kept in the rollout table
 
 
 @dataclass
 class DataConfig:
-    name: str = "shapes"  # shapes: generated from `seed`; disk: a `vprl data shapes --out DIR` folder
+    name: str = "shapes"  # shapes: generated from `seed`; disk: a `vprl data shapes --out DIR` folder; or a preset
     path: str | None = None
-    train_size: int = 512
-    validation_size: int = 64
+    train_size: AtLeast1[int] = 512
+    validation_size: NonNegative[int] = 64
     seed: int = 0
     train_split: str = "train"
     eval_split: str = "validation"
-    metric: str = "gqa_accuracy"
+    metric: Registered[str, "rewards.metrics:REFERENCE_COLUMN", "per-question metric"] = "gqa_accuracy"  # the task metric
     subsample: str | int | None = None  # real datasets: "paper" (e.g. GQA 10 per group) or a row count
-    max_bad_fraction: float = 0.05  # malformed rows (missing/corrupt image, empty question) allowed before stopping
+    max_bad_fraction: Fraction[float] = 0.05  # malformed rows (missing/corrupt image, empty question) allowed before stopping
 
 
 @dataclass
 class EnvConfig:
-    prompt: str = "viper_compact"
-    backend: str = "shapes-cv"
+    prompt: Registered[str, "envs.prompts:FAMILIES"] = "viper_compact"  # prompt family
+    backend: Registered[str, "envs.tools:available_backends"] = "shapes-cv"  # perception backend of the tools
     backend_kwargs: dict = field(default_factory=dict)  # e.g. {detector: PATH, vqa: PATH, clip: PATH} for hf
-    tool_host: str = "auto"  # auto: heavy backends (anything but shapes-cv) run in a tool host | always | never
-    timeout_s: float = 5.0
-    memory_mb: int = 1024
-    workers: int = 2
+    tool_host: Literal["auto", "always", "never"] = "auto"  # auto: heavy backends (anything but shapes-cv) run in a tool host
+    timeout_s: Positive[float] = 5.0  # per program
+    memory_mb: AtLeast1[int] = 1024  # per sandbox worker
+    workers: AtLeast1[int] = 2  # sandbox worker processes
 
 
 @dataclass
 class RewardSpec:
-    name: str
+    name: str  # registry name (`rewards.available()`) or dotted path module:function
     weight: float = 1.0
-    kwargs: dict = field(default_factory=dict)
+    kwargs: dict = field(default_factory=dict)  # the reward's own options
 
 
 @dataclass
 class Config:
-    run_name: str = "shapes-rwr"
+    run_name: NonEmpty[str] = "shapes-rwr"
     output_dir: str = "runs"
     seed: int = 0
-    model: str = "embedded:smollm2-135m-instruct"
-    dtype: str = "float32"
+    model: str = "embedded:smollm2-135m-instruct"  # a Hugging Face model folder, hub id in the cache, or embedded:NAME
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
-    rewards: list[RewardSpec] = field(default_factory=lambda: [RewardSpec("correctness")])
-    iterations: int = 3
-    questions_per_iteration: int = 32
-    programs_per_question: int = 4
-    eval_questions: int = 32
-    eval_counterfactuals: int = 4  # M scenes per shapes question for logical accuracy; 0 turns it off
-    reward_failure_limit: int = 3
-    resume: bool = False
+    rewards: NonEmpty[list[RewardSpec]] = field(default_factory=lambda: [RewardSpec("correctness")])  # summed with their weights
+    iterations: AtLeast1[int] = 3
+    questions_per_iteration: AtLeast1[int] = 32
+    programs_per_question: AtLeast1[int] = 4
+    eval_questions: NonNegative[int] = 32
+    eval_counterfactuals: NonNegative[int] = 4  # M scenes per shapes question for logical accuracy; 0 turns it off
+    reward_failure_limit: AtLeast1[int] = 3  # batches in which a reward raised before the run stops
+    resume: bool = False  # continue after the last complete iteration of run_name
     lora: LoraConfig = field(default_factory=LoraConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     weighting: WeightingConfig = field(default_factory=WeightingConfig)
@@ -151,13 +249,35 @@ class Config:
         return Path(self.output_dir) / self.run_name
 
 
+# ---------------------------------------------------------------------- loading
+
+
 def _type_name(tp) -> str:
     return getattr(tp, "__name__", str(tp).replace("typing.", ""))
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'x'?)' when a choice is close to `word`, else ''."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _coerce(value, tp, where: str):
     """Check `value` against the annotation `tp`, building nested dataclasses."""
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *rules = typing.get_args(tp)
+        value = _coerce(value, base, where)
+        for rule in rules:
+            if hasattr(rule, "check"):  # OneOf waits for the registries (train.setup.validate)
+                rule.check(value, where)
+        return value
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{where} {value!r} is not allowed{did_you_mean(value, allowed)}; "
+                              f"use one of {', '.join(map(str, allowed))}")
+        return value
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
@@ -201,19 +321,54 @@ def _coerce(value, tp, where: str):
     return value
 
 
+def field_types(cls) -> dict:
+    """Each field's annotation, with its rules (`Annotated` extras) kept."""
+    return typing.get_type_hints(cls, include_extras=True)
+
+
 def _build(cls, values: dict, where: str = ""):
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    hints = field_types(cls)
+    known = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
     for key, value in values.items():
         path = f"{where}.{key}" if where else key
         if key not in known:
-            raise ConfigError(f"unknown config key {path!r}; known keys here: {', '.join(sorted(known))}")
+            raise ConfigError(f"unknown config key {path!r}{did_you_mean(key, known)}; "
+                              f"known keys here: {', '.join(sorted(known))}")
         kwargs[key] = _coerce(value, hints[key], path)
     try:
         return cls(**kwargs)
     except TypeError as e:  # a required field (e.g. a reward's name) is missing
         raise ConfigError(f"{where or 'config'}: {e}") from None
+
+
+def check_registered(obj, where: str = "") -> None:
+    """Names checked against registries (`Registered[...]` fields), after plug-ins are imported."""
+    hints = field_types(type(obj))
+    for f in dataclasses.fields(obj):
+        path = f"{where}.{f.name}" if where else f.name
+        _check_registered(getattr(obj, f.name), hints[f.name], path)
+
+
+def _check_registered(value, tp, where: str) -> None:
+    if dataclasses.is_dataclass(value):
+        return check_registered(value, where)
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *rules = typing.get_args(tp)
+        for rule in rules:
+            if isinstance(rule, OneOf) and value is not None and value not in (names := rule.names()):
+                problem = f"is not a {rule.what}" if rule.what else "is unknown"
+                raise ConfigError(f"{where} {value!r} {problem}{did_you_mean(value, names)}; "
+                                  f"known: {', '.join(names)}")
+        return _check_registered(value, base, where)
+    if origin is list and isinstance(value, list):
+        (item,) = typing.get_args(tp) or (typing.Any,)
+        for i, v in enumerate(value):
+            _check_registered(v, item, f"{where}[{i}]")
+    elif origin in (typing.Union, types.UnionType) and value is not None:
+        for arg in typing.get_args(tp):
+            _check_registered(value, arg, where)
 
 
 def _set_dotted(tree: dict, dotted: str, value) -> None:
@@ -250,5 +405,9 @@ def to_dict(cfg: Config) -> dict:
     return dataclasses.asdict(cfg)
 
 
+def to_yaml(cfg: Config) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
 def save_config(cfg: Config, path: Path) -> None:
-    path.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    path.write_text(to_yaml(cfg))

@@ -10,9 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from train.config import Config, ConfigError
-
-KNOWN_TRANSFORMS = ("identity", "threshold")
+from train.config import Config, ConfigError, check_registered
 
 
 def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
@@ -34,11 +32,13 @@ def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
 
 
 def validate(cfg: Config) -> None:
-    """Reject bad names and paths now, not an hour into the run."""
+    """Reject bad names and paths now, not an hour into the run.
+
+    Types, allowed values and ranges were checked when the config was loaded (the rules
+    live on the fields in train/config.py); what is left needs the registries and the disk.
+    """
     import rewards
-    from envs.prompts import FAMILIES
-    from envs.tools import available_backends
-    from policies.model import DTYPES, ModelError, resolve
+    from policies.model import ModelError, resolve
 
     for spec in cfg.rewards:
         try:
@@ -51,37 +51,7 @@ def validate(cfg: Config) -> None:
                 check(dict(spec.kwargs))
             except ValueError as e:
                 raise ConfigError(f"rewards[{spec.name}].kwargs: {e}") from None
-    if cfg.env.prompt not in FAMILIES:
-        raise ConfigError(f"env.prompt {cfg.env.prompt!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
-    if cfg.env.backend not in available_backends():
-        raise ConfigError(f"env.backend {cfg.env.backend!r} is unknown; known: {', '.join(available_backends())}")
-    if cfg.env.tool_host not in ("auto", "always", "never"):
-        raise ConfigError(f"env.tool_host {cfg.env.tool_host!r}: use auto, always or never")
-    if cfg.weighting.transform not in KNOWN_TRANSFORMS:
-        raise ConfigError(f"weighting.transform {cfg.weighting.transform!r}: use one of {', '.join(KNOWN_TRANSFORMS)}")
-    if cfg.dtype not in DTYPES:
-        raise ConfigError(f"dtype {cfg.dtype!r}: use one of {', '.join(DTYPES)}")
-    if cfg.generation.backend not in ("hf", "vllm"):
-        raise ConfigError(f"generation.backend {cfg.generation.backend!r}: use hf or vllm")
-    if cfg.lora.init not in ("continue", "base"):
-        raise ConfigError(f"lora.init {cfg.lora.init!r}: use continue or base")
-    for name, value in (("iterations", cfg.iterations), ("questions_per_iteration", cfg.questions_per_iteration),
-                        ("programs_per_question", cfg.programs_per_question),
-                        ("optim.micro_batch_size", cfg.optim.micro_batch_size),
-                        ("generation.batch_size", cfg.generation.batch_size), ("optim.epochs", cfg.optim.epochs)):
-        if value < 1:
-            raise ConfigError(f"{name} must be at least 1, got {value}")
-    choices = {"optim.schedule": (cfg.optim.schedule, ("linear", "constant")),
-               "optim.token_reduction": (cfg.optim.token_reduction, ("mean", "sum")),
-               "tracking.mode": (cfg.tracking.mode, ("auto", "online", "offline", "disabled"))}
-    for name, (value, allowed) in choices.items():
-        if value not in allowed:
-            raise ConfigError(f"{name} {value!r}: use one of {', '.join(allowed)}")
-    from rewards.metrics import METRICS
-
-    if cfg.data.metric not in METRICS:
-        raise ConfigError(f"data.metric {cfg.data.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
-    _check_selfplay(cfg)
+    check_registered(cfg)  # prompt families, tool backends, metrics
     _check_deepspeed(cfg)
     _check_data(cfg)
     try:
@@ -180,23 +150,3 @@ def _check_deepspeed(cfg: Config) -> None:
     if cfg.resume:
         raise ConfigError("resume=true is not supported under DeepSpeed yet; resume with DDP "
                           "(configs/accelerate/cpu_2proc.yaml style) or start a new run_name")
-
-
-def _check_selfplay(cfg: Config) -> None:
-    from envs.prompts import FAMILIES
-    from envs.selfplay import AGGREGATORS, EVICTIONS, STRATEGIES
-    from train.selfplay import MODES
-
-    sp = cfg.selfplay
-    for name, value, allowed in (("selfplay.mode", sp.mode, MODES), ("selfplay.strategy", sp.strategy, STRATEGIES),
-                                 ("selfplay.eviction", sp.eviction, EVICTIONS)):
-        if value not in allowed:
-            raise ConfigError(f"{name} {value!r}: use one of {', '.join(allowed)}")
-    for family in sp.families:
-        if family not in FAMILIES:
-            raise ConfigError(f"selfplay.families: {family!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
-    for method in sp.aggregate:
-        if method not in AGGREGATORS:
-            raise ConfigError(f"selfplay.aggregate: {method!r} is unknown; use {', '.join(AGGREGATORS)}")
-    if sp.capacity < 1 or any(k < 0 for k in sp.shots_per_step) or sp.max_refinements < 0:
-        raise ConfigError("selfplay: capacity must be >= 1, shots_per_step and max_refinements >= 0")

@@ -67,3 +67,84 @@ def test_shipped_configs_load():
     root = Path(__file__).resolve().parents[2] / "configs"
     for path in root.glob("*.yaml"):
         load_config(path)
+
+
+# ---------------------------------------------------------------- rules on the fields (issue 12 item 5)
+
+@pytest.mark.parametrize("override,match", [
+    ("env.timeout_s=0", r"env.timeout_s must be > 0, got 0.0"),
+    ("rewards=[]", r"rewards must be non-empty"),
+    ("early_stopping.patience=0", r"early_stopping.patience must be >= 1"),
+    ("generation.top_p=5", r"generation.top_p must be > 0 and <= 1, got 5.0"),
+    ("optim.lr=-1", r"optim.lr must be > 0, got -1.0"),
+    ("optim.warmup_ratio=1.5", r"optim.warmup_ratio must be >= 0 and <= 1"),
+    ("selfplay.shots_per_step=[0, -4]", r"selfplay.shots_per_step\[1\] must be >= 0"),
+    ("optim.schedule=cosine", r"optim.schedule 'cosine' is not allowed; use one of linear, constant"),
+    ("selfplay.aggregate=[majorty]", r"selfplay.aggregate\[0\] 'majorty' is not allowed \(did you mean 'majority'\?\)"),
+    ("tracking.mode=sometimes", r"tracking.mode 'sometimes' is not allowed; use one of auto, online, offline, disabled"),
+    ("dtype=fp16", r"dtype 'fp16' is not allowed"),
+    ("run_name=", r"run_name must be non-empty"),
+])
+def test_field_rules_refuse_bad_values_at_load(override, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        load_config(None, [override])
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_key_suggests_the_close_one():
+    with pytest.raises(ConfigError, match=r"unknown config key .optim.micro_batch_sise. .*known keys here") as info:
+        load_config(None, ["optim.micro_batch_sise=4"])
+    assert "did you mean 'micro_batch_size'" in str(info.value)
+    with pytest.raises(ConfigError, match="did you mean 'iterations'"):
+        load_config(None, ["iteratons=2"])
+
+
+@pytest.mark.parametrize("override,match", [
+    ("data.metric=code_pass_rate", "data.metric 'code_pass_rate' is not a per-question metric; known: anls"),
+    ("env.prompt=viper_compat", r"env.prompt 'viper_compat' is unknown \(did you mean 'viper_compact'\?\)"),
+    ("env.backend=nope", "env.backend 'nope' is unknown; known: .*shapes-cv"),
+    ("selfplay.families=[pot, nope]", r"selfplay.families\[1\] 'nope' is unknown"),
+])
+def test_registry_names_are_checked_by_validate(override, match):
+    from train.config import check_registered
+
+    cfg = load_config(None, [override])  # loads: plug-ins may still register the name
+    with pytest.raises(ConfigError, match=match):
+        check_registered(cfg)
+
+
+def test_defaults_obey_their_own_rules():
+    """A field added with a default its rule refuses would only fail for users who set it."""
+    from train.config import _build, check_registered, to_dict
+
+    assert _build(Config, to_dict(Config())) == Config()
+    check_registered(Config())
+
+
+def test_allowed_values_match_what_the_consumers_accept():
+    import typing
+
+    from envs.selfplay import AGGREGATORS, EVICTIONS, STRATEGIES
+    from policies.model import DTYPES
+    from train.config import Config, SelfPlayConfig, field_types
+    from train.selfplay import MODES
+
+    def allowed(cls, name):
+        tp = field_types(cls)[name]
+        while typing.get_origin(tp) is not typing.Literal:
+            tp = typing.get_args(tp)[0]
+        return set(typing.get_args(tp))
+
+    assert allowed(SelfPlayConfig, "mode") == set(MODES)
+    assert allowed(SelfPlayConfig, "strategy") == set(STRATEGIES)
+    assert allowed(SelfPlayConfig, "eviction") == set(EVICTIONS)
+    assert allowed(SelfPlayConfig, "aggregate") == set(AGGREGATORS)
+    assert allowed(Config, "dtype") == set(DTYPES)
+
+
+def test_validate_refuses_a_metric_that_raises_at_start_up():
+    """data.metric=code_pass_rate used to pass start-up and raise in the first reward."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="data.metric 'code_pass_rate' is not a per-question metric"):
+        validate(load_config(None, ["data.metric=code_pass_rate"]))
