@@ -1,13 +1,16 @@
-"""The `vprl` command: `vprl exec`, `vprl data shapes`, `vprl train`, `vprl unit-tests`, `vprl eval`."""
+"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes`, `vprl unit-tests`, `vprl eval`."""
 
 from __future__ import annotations
 
+import os
 import sys
 
-USAGE = """usage: vprl COMMAND [ARGS]
+USAGE = """usage: vprl [--version] [-h] COMMAND [ARGS]
 
 commands:
-  train [--config FILE] [key=value ...]   reward-weighted policy iteration (same as train/iterate.py)
+  train [--config FILE] [--print-config] [--dry-run] [key=value ...]
+                                          reward-weighted policy iteration (same as train/iterate.py);
+                                          `vprl train --help` lists every config key
   exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME]
                                           run one program in the sandbox, print the result as JSON
   data shapes --out DIR [--train N] [--val N] [--test N] [--seed S]
@@ -20,13 +23,31 @@ commands:
 
 Run `vprl COMMAND --help` for a command's options."""
 
+COMMANDS = ("train", "exec", "data", "unit-tests", "eval")
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("vprl")
+    except PackageNotFoundError:  # run from a checkout that was never pip-installed
+        return "unknown (not installed)"
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(f"vprl {version()}")
+        return 0
     command, rest = argv[0], argv[1:]
+    if command == "train":
+        from train.iterate import main as train_main
+
+        return train_main(rest)
     if command == "exec":
         from envs.execution.cli import main as exec_main
 
@@ -49,12 +70,25 @@ def main(argv: list[str] | None = None) -> int:
         from train.eval_cli import main as eval_main
 
         return eval_main(rest)
-    if command == "train":
-        from train.iterate import main as train_main
+    from train.config import did_you_mean
 
-        return train_main(rest)
-    print(f"error: unknown command {command!r}; run `vprl --help` for the list", file=sys.stderr)
+    print(f"error: unknown command {command!r}{did_you_mean(command, COMMANDS)}; "
+          "run `vprl --help` for the list", file=sys.stderr)
     return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _dispatch(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here (also after argparse's exit), while we can handle it
+    except BrokenPipeError:
+        # `vprl --help | head`: the reader left. Exit quietly, as Unix tools do, and stop
+        # Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the pipe
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ import random
 import numpy as np
 import torch
 
-from train.config import ConfigError, load_config, save_config, to_dict
-from train.setup import build_parser, load_data, make_accelerator, start_tool_host, validate
+from train.config import ConfigError, load_config, save_config, to_dict, to_yaml
+from train.setup import build_parser, dry_run, load_data, make_accelerator, start_tool_host, validate
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg = load_config(args.config, args.overrides)
+        if args.print_config:
+            print(to_yaml(cfg), end="")
+            return 0
         validate(cfg)
         run_dir = cfg.run_dir
         from train.checkpoint import completed_iterations
@@ -44,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         if completed_iterations(run_dir) and not cfg.resume:
             raise ConfigError(f"run folder {run_dir} already has iterations; pass resume=true to continue it "
                               "or choose another run_name")
+        if args.dry_run:
+            return dry_run(cfg)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

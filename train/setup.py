@@ -13,19 +13,33 @@ from pathlib import Path
 from train.config import Config, ConfigError, check_registered
 
 
+class _TrainParser(argparse.ArgumentParser):
+    """Its --help ends with every config key, generated from the dataclasses when asked."""
+
+    def format_help(self) -> str:
+        from train.config_help import config_help
+
+        return super().format_help() + "\n" + config_help() + "\n"
+
+
 def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _TrainParser(
         prog=prog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Reward-weighted policy iteration for visual-program policies. Each iteration samples "
-            "programs for training questions, runs them in the sandbox, scores them with the "
-            "configured rewards, fine-tunes a LoRA adapter on the reward-weighted NLL of the "
-            "programs, evaluates on the held-out split, checkpoints, and stops early when the "
+            "Reward-weighted policy iteration for visual-program policies. Each iteration samples\n"
+            "programs for training questions, runs them in the sandbox, scores them with the\n"
+            "configured rewards, fine-tunes a LoRA adapter on the reward-weighted NLL of the\n"
+            "programs, evaluates on the held-out split, checkpoints, and stops early when the\n"
             "training reward declines. Writes runs/<run_name>/."
         ),
-        epilog="Example: accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml iterations=2 optim.lr=1e-4",
+        epilog="example:\n  accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml iterations=2 optim.lr=1e-4",
     )
-    parser.add_argument("--config", help="YAML experiment config (keys match train/config.py's dataclasses)")
+    parser.add_argument("--config", help="YAML experiment config (keys below; they match train/config.py's dataclasses)")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved config (file, overrides and defaults) as YAML and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config, load the data and the model, and exit without writing anything")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="dotted overrides applied after the file, e.g. generation.temperature=0.7")
     return parser
@@ -106,6 +120,31 @@ def load_data(cfg: Config, progress: bool = True):
         if split not in dd:
             raise ConfigError(f"dataset at {data.path} has no split {split!r}; it has {', '.join(dd)}")
     return dd[data.train_split], dd[data.eval_split]
+
+
+def dry_run(cfg: Config) -> int:
+    """`--dry-run`: load and check everything a run needs, print what was found, write nothing."""
+    import rewards
+    from envs.prompts import get_family
+    from policies.lora import attach_lora
+    from policies.model import load_model
+
+    train_rows, eval_rows = load_data(cfg, progress=False)
+    if not len(train_rows):
+        raise ConfigError(f"the {cfg.data.train_split!r} split is empty; nothing to train on")
+    model, tokenizer = load_model(cfg.model, cfg.dtype)
+    model = attach_lora(model, cfg.lora)
+    rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit, context={"run_dir": str(cfg.run_dir)})
+    prompt = get_family(cfg.env.prompt).render(tokenizer, train_rows[0]["question"], [])
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    print(f"config: valid ({cfg.iterations} iterations x {cfg.questions_per_iteration} questions x "
+          f"{cfg.programs_per_question} programs; rewards {', '.join(s.name for s in cfg.rewards)})")
+    print(f"data: {len(train_rows)} {cfg.data.train_split} rows, {len(eval_rows)} {cfg.data.eval_split} rows")
+    print(f"model: {cfg.model} ({total / 1e6:.1f}M parameters, {trainable / 1e6:.2f}M trainable in the LoRA adapter, "
+          f"{cfg.dtype}); first prompt {len(tokenizer(prompt)['input_ids'])} tokens")
+    print(f"dry run: nothing written; the run would write {cfg.run_dir}/")
+    return 0
 
 
 def make_accelerator():
