@@ -1,4 +1,4 @@
-"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes`, `vprl unit-tests`, `vprl eval`."""
+"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes|import|check`, `vprl unit-tests`, `vprl eval`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ commands:
                                           run one program in the sandbox, print the result as JSON
   data shapes --out DIR [--train N] [--val N] [--test N] [--seed S]
                                           write the synthetic shapes VQA DatasetDict
+  data import SRC --out DIR [--columns question=COL,answer=COL] [--image-root DIR]
+                                          convert your VQA files into our DatasetDict
+  data check SRC [--columns ...]          load a dataset as training would, print the report
   unit-tests --question Q --out DIR [--k 5 --candidates 20 --generator llm|scene]
                                           build a question's visual unit tests (ViUniT)
   eval --data DIR [--split validation] [--adapter PATH] --strategy base|majority|viunit|
@@ -54,14 +57,19 @@ def _dispatch(argv: list[str]) -> int:
         return exec_main(rest)
     if command == "data":
         if not rest or rest[0] in ("-h", "--help"):
-            print("usage: vprl data shapes --out DIR [options]; see `vprl data shapes --help`")
+            print("usage: vprl data shapes|import|check ...; see `vprl data COMMAND --help`")
             return 0 if rest else 2
-        if rest[0] != "shapes":
-            print(f"error: unknown dataset {rest[0]!r}; known: shapes", file=sys.stderr)
+        if rest[0] not in ("shapes", "import", "check"):
+            print(f"error: unknown data command {rest[0]!r}; known: shapes, import, check",
+                  file=sys.stderr)
             return 2
-        from envs.data.cli import main as data_main
+        if rest[0] == "shapes":
+            from envs.data.cli import main as data_main
 
-        return data_main(rest[1:])
+            return data_main(rest[1:])
+        from envs.data.files_cli import main as files_main
+
+        return files_main(rest[1:], command=rest[0])
     if command == "unit-tests":
         from rewards.unit_tests.cli import main as unit_tests_main
 

@@ -189,14 +189,20 @@ class TrackingConfig:
 
 @dataclass
 class DataConfig:
-    name: str = "shapes"  # shapes: generated from `seed`; disk: a `vprl data shapes --out DIR` folder; or a preset
+    # shapes: generated from `seed` (or a `vprl data shapes --out DIR` folder in `path`);
+    # files: your VQA data in `path` (image folder with metadata.jsonl/.csv, parquet/json/csv
+    # file, saved Dataset/DatasetDict); a preset name (gqa, chartqa, ...): its published schema
+    name: str = "shapes"
     path: str | None = None
-    train_size: AtLeast1[int] = 512
-    validation_size: NonNegative[int] = 64
+    columns: dict = field(default_factory=dict)  # our field -> your column, e.g. {question: prompt}
+    image_root: str | None = None  # folder image file names are relative to (default: the source's)
+    train_size: AtLeast1[int] = 512  # generated shapes only
+    validation_size: NonNegative[int] = 64  # generated shapes; for a one-split source, the rows held out (at most 1/5)
     seed: int = 0
     train_split: str = "train"
     eval_split: str = "validation"
-    metric: Registered[str, "rewards.metrics:REFERENCE_COLUMN", "per-question metric"] = "gqa_accuracy"  # the task metric
+    # the task metric; default: the preset's, the data's own metric column, else gqa_accuracy
+    metric: Registered[str, "rewards.metrics:REFERENCE_COLUMN", "per-question metric"] | None = None
     subsample: str | int | None = None  # real datasets: "paper" (e.g. GQA 10 per group) or a row count
     max_bad_fraction: Fraction[float] = 0.05  # malformed rows (missing/corrupt image, empty question) allowed before stopping
 

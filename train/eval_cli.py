@@ -27,8 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="vprl eval", description="Evaluate a policy (optionally with a LoRA adapter) under "
                 "an answering strategy of ViUniT: a single program, a majority vote, unit-test "
                 "selection, answer refusal, or re-prompting. Prints metrics as JSON.")
-    p.add_argument("--data", required=True, help="a saved DatasetDict (vprl data shapes --out DIR) or a VQA source")
+    p.add_argument("--data", required=True, help="a dataset folder or file: `vprl data shapes/import` output, "
+                   "an image folder with metadata.jsonl/.csv, a parquet/json/csv file, a saved Dataset")
     p.add_argument("--split", default="validation", help="split to evaluate (validation)")
+    p.add_argument("--columns", action="append", metavar="FIELD=COLUMN",
+                   help="map our fields to your column names, e.g. question=prompt,answer=label")
+    p.add_argument("--image-root", dest="image_root", default=None, metavar="DIR",
+                   help="folder that image file names are relative to (default: the data's)")
     p.add_argument("--strategy", default="base", choices=STRATEGIES, help="answering strategy (base)")
     p.add_argument("--programs", type=int, default=1, help="programs sampled per question, N (1)")
     p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
@@ -46,31 +51,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
     p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
-    p.add_argument("--metric", default="gqa_accuracy",
-                   help="answer metric when the data has no 'metric' column (gqa_accuracy)")
+    p.add_argument("--metric", default=None,
+                   help="answer metric (default: the data's metric column, else gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default=None, help="folder to cache unit-test suites in")
     p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON)")
     return p
 
 
-def load_rows(data: str, split: str, questions: int | None) -> list[dict]:
-    import datasets
+def load_rows(data: str, split: str, questions: int | None, columns: dict | None = None,
+              image_root: str | None = None, metric: str | None = None) -> list[dict]:
+    """The questions of one split, read as training reads `data.name=files` (a one-split
+    source is divided as training divides it, with data.seed=0 and validation_size=64)."""
+    from envs.data.files import CLI_HINTS, load_splits
+    from envs.data.hf import DataError
 
+    if not Path(data).expanduser().exists():
+        raise UsageError(f"--data {data!r} does not exist; point it at a dataset folder or file, "
+                         f"or write the synthetic set with `vprl data shapes --out {data}`")
     try:
-        dd = datasets.load_from_disk(data)
-        if isinstance(dd, datasets.DatasetDict):
-            if split not in dd:
-                raise UsageError(f"--data {data} has no split {split!r}; it has {', '.join(dd)}")
-            ds = dd[split]
-        else:
-            ds = dd
-    except FileNotFoundError:
-        if not Path(data).exists():
-            raise UsageError(f"--data {data!r} does not exist; write one with `vprl data shapes --out {data}`")
-        from envs.data.hf import load_vqa
-
-        ds, _ = load_vqa(data, split=split)
+        ds = load_splits(data, (split,), columns=columns, image_root=image_root, metric=metric,
+                         hints=CLI_HINTS).rows[split]
+    except (DataError, ValueError) as e:
+        raise UsageError(f"--data {data}: {str(e).strip().splitlines()[0]}") from None
     if questions is not None:
         ds = ds.select(range(min(questions, len(ds))))
     return [ds[i] for i in range(len(ds))]
@@ -125,7 +128,7 @@ def metrics(choices: list[Choice], rows: list[dict], executor, metric: str, coun
     n = len(choices)
     # A dataset's own per-row `metric` column wins over the flag, as in training.
     acc = [result_accuracy(c.result, rows[c.row].get("answer"), rows[c.row].get("answers"),
-                           rows[c.row].get("metric") or metric) for c in choices]
+                           rows[c.row].get("metric") or metric or "gqa_accuracy") for c in choices]
     out = {"questions": n, "accuracy": sum(acc) / n if n else float("nan"),
            "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
            "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
@@ -146,12 +149,15 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--programs and --unit-tests must be >= 1")
         from rewards.metrics import METRICS
 
-        if args.metric not in METRICS:
+        if args.metric is not None and args.metric not in METRICS:
             raise UsageError(f"--metric {args.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
         if args.adapter and not (Path(args.adapter) / "adapter_config.json").exists():
             raise UsageError(f"--adapter {args.adapter!r} is not a LoRA adapter folder "
                              "(expected adapter_config.json; try runs/NAME/best/adapter)")
-        rows = load_rows(args.data, args.split, args.questions)
+        from envs.data.files_cli import parse_columns
+
+        rows = load_rows(args.data, args.split, args.questions, parse_columns(args.columns),
+                         args.image_root, args.metric)
         if not rows:
             raise UsageError(f"--data {args.data} split {args.split!r} is empty")
         if args.generator == "scene" and not rows[0].get("spec"):

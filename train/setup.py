@@ -75,21 +75,38 @@ def validate(cfg: Config) -> None:
 
 
 def _check_data(cfg: Config) -> None:
-    from envs.data.presets import PRESETS
+    from envs.data.presets import DEFAULT_FIELDS, PRESETS
 
     data = cfg.data
-    known = ("shapes", "disk", *sorted(PRESETS))
+    known = ("shapes", "files", "disk", *sorted(PRESETS))
     if data.name not in known:
-        raise ConfigError(f"data.name {data.name!r} is unknown; known: {', '.join(known)}")
-    if data.path is not None and not Path(data.path).exists():
-        raise ConfigError(f"data.path {data.path!r} does not exist; create it with `vprl data shapes --out {data.path}`")
+        raise ConfigError(f"data.name {data.name!r} is unknown; known: {', '.join(known)} "
+                          "(files: your own VQA data in data.path)")
     if data.name != "shapes" and data.path is None:
-        raise ConfigError(f"data.name {data.name!r} needs data.path (a local dataset folder or file)")
+        raise ConfigError(f"data.name {data.name!r} needs data.path: an image folder with metadata.jsonl "
+                          "or metadata.csv, a parquet/json/csv file, or a saved Dataset/DatasetDict")
+    if data.path is not None and not Path(data.path).expanduser().exists():
+        make = (f"; write the synthetic set there with `vprl data shapes --out {data.path}`"
+                if data.name == "shapes" else "; point data.path at your dataset folder or file")
+        raise ConfigError(f"data.path {data.path!r} does not exist{make}")
+    if data.image_root is not None and not Path(data.image_root).expanduser().is_dir():
+        raise ConfigError(f"data.image_root {data.image_root!r} is not a folder; point it at the folder "
+                          "your image file names are relative to")
+    fields = set(DEFAULT_FIELDS) | (set(PRESETS[data.name].fields) if data.name in PRESETS else set())
+    for ours, theirs in data.columns.items():
+        if ours not in fields or not isinstance(theirs, str) or not theirs:
+            raise ConfigError(f"data.columns.{ours}={theirs!r}: map one of our fields ({', '.join(sorted(fields))}) "
+                              "to the name of your column, e.g. data.columns.question=prompt")
+    if (data.columns or data.image_root) and data.path is None:
+        raise ConfigError("data.columns and data.image_root apply to data.path; set data.name=files data.path=...")
 
 
 def load_data(cfg: Config, progress: bool = True):
-    """Return (train rows, eval rows) as `datasets.Dataset`s."""
-    import datasets
+    """Return (train rows, eval rows) as `datasets.Dataset`s, checked: a missing column,
+    an empty split or too many unreadable images is a one-line ConfigError here, before
+    any model loads. Fills `data.metric` when the config left it empty (the preset's, the
+    data's own metric column, else gqa_accuracy), so config.yaml records the metric used."""
+    from envs.data.files import DEFAULT_METRIC
 
     data = cfg.data
     if data.name == "shapes" and data.path is None:
@@ -97,29 +114,24 @@ def load_data(cfg: Config, progress: bool = True):
 
         dd = build_dataset(train=data.train_size, validation=data.validation_size, test=0,
                            seed=data.seed, progress=progress)
-    elif data.name in ("shapes", "disk"):
-        try:
-            dd = datasets.load_from_disk(data.path)
-        except (FileNotFoundError, ValueError) as e:
-            raise ConfigError(f"data.path {data.path!r} is not a saved DatasetDict ({e}); "
-                              f"write one with `vprl data shapes --out {data.path}`") from None
-    else:
-        from envs.data.hf import load_vqa
+        data.metric = data.metric or DEFAULT_METRIC
+        return dd["train"], dd["validation"]
+    from envs.data.files import CONFIG_HINTS, load_splits
+    from envs.data.hf import DataError
+    from envs.data.presets import PRESETS
 
-        splits = []
-        for split in (data.train_split, data.eval_split):
-            try:
-                rows, report = load_vqa(data.path, split=split, preset=data.name, seed=data.seed,
-                                        subsample=data.subsample, max_bad_fraction=data.max_bad_fraction)
-            except ValueError as e:  # too many malformed rows, unknown columns, ...
-                raise ConfigError(str(e).splitlines()[0]) from None
-            print(f"data: {report}", file=sys.stderr)  # kept/skipped counts by reason
-            splits.append(rows)
-        return tuple(splits)
-    for split in (data.train_split, data.eval_split):
-        if split not in dd:
-            raise ConfigError(f"dataset at {data.path} has no split {split!r}; it has {', '.join(dd)}")
-    return dd[data.train_split], dd[data.eval_split]
+    try:
+        loaded = load_splits(data.path, (data.train_split, data.eval_split), train_split=data.train_split,
+                             eval_split=data.eval_split, columns=data.columns, image_root=data.image_root,
+                             metric=data.metric, preset=data.name if data.name in PRESETS else None,
+                             seed=data.seed, eval_size=data.validation_size, subsample=data.subsample,
+                             max_bad_fraction=data.max_bad_fraction, hints=CONFIG_HINTS)
+    except (DataError, ValueError) as e:  # missing columns, empty splits, malformed rows, ...
+        raise ConfigError(str(e).strip().splitlines()[0]) from None
+    for line in loaded.lines():  # kept/skipped counts by reason, and how held-out rows were made
+        print(f"data: {line}", file=sys.stderr)
+    data.metric = data.metric or loaded.metric
+    return loaded.rows[data.train_split], loaded.rows[data.eval_split]
 
 
 def dry_run(cfg: Config) -> int:

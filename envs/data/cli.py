@@ -13,8 +13,6 @@ from envs.cliargs import OneLineParser, UsageError
 PROG = "vprl data shapes"
 
 
-
-
 def _count(text: str) -> int:
     try:
         n = int(text)
@@ -54,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
+def check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -73,7 +71,7 @@ def write(args) -> Path:
         if bad:
             raise UsageError(f"unknown families {bad}; known: {', '.join(FAMILIES)}")
     out = args.out.resolve()
-    _check_out(out, args.overwrite)
+    check_out(out, args.overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     quiet = args.no_progress and datasets.is_progress_bar_enabled()
     if quiet:
@@ -82,14 +80,14 @@ def write(args) -> Path:
         dd = build_dataset(train=args.train, validation=args.val, test=args.test,
                            seed=args.seed, overlap=args.overlap, clutter=args.clutter,
                            families=families, progress=not args.no_progress)
-        _save_atomically(dd, out)
+        save_atomically(dd, out)
     finally:
         if quiet:
             datasets.enable_progress_bars()
     return out
 
 
-def _save_atomically(dd, out: Path) -> None:
+def save_atomically(dd, out: Path) -> None:
     # Write beside the target, then swap it in with renames: a crash leaves either the
     # old folder or the new one, never a half-written dataset under --out.
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))

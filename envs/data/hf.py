@@ -24,12 +24,43 @@ from envs.data.presets import (DEFAULT_FIELDS, Preset, answer_list, get_preset,
 
 log = logging.getLogger(__name__)
 
-FIXES = {
-    "missing_image": "point columns={'image': ...} at the image column, or pass image_root",
-    "empty_question": "point columns={'question': ...} at the question column",
-    "missing_answer": "use a labelled split, or point columns={'answer': ...} at the answers",
-    "unreadable_image": "re-extract or delete the corrupt image files",
-}
+
+
+class DataError(ValueError):
+    """A dataset that cannot be used as given; the message is one line naming the fix."""
+
+
+@dataclass(frozen=True)
+class Hints:
+    """How an entry point spells the options an error tells the user to change: the
+    Python API says ``columns={'question': ...}``, a config ``data.columns.question=...``,
+    the CLI ``--columns question=...``."""
+
+    columns: str = "columns={{'{field}': '<column>'}}"
+    image_root: str = "image_root=DIR"
+    split: str = "split=..."
+    max_bad_fraction: str = "max_bad_fraction"
+
+    def column(self, field: str) -> str:
+        return self.columns.format(field=field)
+
+
+PYTHON_HINTS = Hints()
+
+
+class MissingSource(DataError, FileNotFoundError):
+    """A local dataset path that does not exist."""
+
+
+def fix_for(reason: str | None, hints: Hints = PYTHON_HINTS) -> str:
+    """What to do about the most common reason rows were skipped."""
+    return {
+        "missing_image": f"point {hints.column('image')} at the image column, or set "
+                         f"{hints.image_root} to the folder its file names are relative to",
+        "empty_question": f"point {hints.column('question')} at the question column",
+        "missing_answer": f"use a labelled split, or point {hints.column('answer')} at the answers",
+        "unreadable_image": "re-extract or delete the corrupt image files",
+    }.get(reason, "fix the data")
 
 
 @dataclass
@@ -65,54 +96,79 @@ class LoadReport:
                 f" rows, skipped {self.counts()} ({self.bad_fraction:.1%})")
 
 
-def load_vqa(source: str | os.PathLike, split: str | None = None, preset: str | None = None,
+def load_vqa(source: str | os.PathLike | datasets.Dataset | datasets.DatasetDict,
+             split: str | None = None, preset: str | None = None,
              columns: Mapping[str, str | Sequence[str]] | None = None,
              subsample: int | str | Mapping[str, int] | None = None,
              max_bad_fraction: float = 0.05, seed: int = 0, *, metric: str | None = None,
              image_root: str | os.PathLike | None = None, cache_dir: str | None = None,
+             keep: Sequence[str] = (), name: str | None = None, hints: Hints = PYTHON_HINTS,
              ) -> tuple[datasets.Dataset, LoadReport]:
     """Load ``source`` as a VQA dataset in our columns, with a report of the skipped rows.
 
     source: a ``save_to_disk`` folder; a parquet, json or csv file; a folder of such files
-        or of images; or a Hub name, which ``datasets.load_dataset`` takes from its cache
-        or downloads unless HF_HUB_OFFLINE=1.
+        or of images; a Hub name, which ``datasets.load_dataset`` takes from its cache
+        or downloads unless HF_HUB_OFFLINE=1; or a Dataset / DatasetDict already opened
+        with ``open_source``.
     columns: our field -> source column (dotted for struct fields: "types.detailed");
         overrides the preset's choice.
     subsample: N rows (balanced over groups when there is a group column), a dict with
         ``per_group``, ``top_groups``, ``total``, or "paper" for the preset's published rule.
     max_bad_fraction: past this fraction of malformed rows, raise instead of skipping.
-    metric: a rewards.metrics name; defaults to the preset's; stored in a ``metric`` column.
-    image_root: folder for image columns holding file names, ids or URLs (never fetched).
+    metric: a rewards.metrics name stored in a ``metric`` column; defaults to the
+        preset's, else to the source's own ``metric`` column when it has one.
+    image_root: folder for image columns holding file names, ids or URLs (never fetched);
+        defaults to the folder of a data file, so paths relative to it resolve.
+    keep: source columns copied through unchanged when present (the shapes set's spec).
+    name: how the report names the source (default: ``str(source)``).
+    hints: how the caller spells the options error messages tell the user to change.
+    Every problem raises ``DataError`` with one line naming the fix.
     """
     spec = get_preset(preset) if preset else None
-    report = LoadReport(source=str(source), split=split, preset=spec and spec.name,
+    label = name or str(source)
+    report = LoadReport(source=label, split=split, preset=spec and spec.name,
                         metric=metric or (spec and spec.metric))
-    ds = _undecoded(_open(source, split, spec, cache_dir, report))
+    opened = source if isinstance(source, (datasets.Dataset, datasets.DatasetDict)) else \
+        open_source(source, spec, cache_dir, split)
+    ds = _undecoded(pick_split(opened, split, report, hints))
+    if image_root is None and not isinstance(source, (datasets.Dataset, datasets.DatasetDict)):
+        path = Path(source).expanduser()
+        image_root = path.parent if path.is_file() else path if path.is_dir() else None
     fields = dict(spec.fields if spec else DEFAULT_FIELDS)
-    for name, cols in (columns or {}).items():
-        if name not in fields and name not in DEFAULT_FIELDS:
-            raise ValueError(f"columns: unknown field {name!r}; fields are {', '.join(fields)}")
-        fields[name] = (cols,) if isinstance(cols, str) else tuple(cols)
-    report.columns = _resolve(ds, fields, spec.required if spec else ("question", "image"))
-    extras = [c for c in (spec.extras if spec else ()) if c in ds.column_names]
+    for field_name, cols in (columns or {}).items():
+        if field_name not in fields and field_name not in DEFAULT_FIELDS:
+            raise DataError(f"{hints.column(field_name)}: unknown field {field_name!r}; "
+                            f"fields are {', '.join(fields)}")
+        fields[field_name] = (cols,) if isinstance(cols, str) else tuple(cols)
+    if not report.metric and "metric" in ds.column_names:  # an imported set keeps its metric
+        fields["metric"] = ("metric",)
+    report.columns = _resolve(ds, fields, spec.required if spec else ("question", "image"),
+                              hints, label)
+    extras = [c for c in dict.fromkeys([*(spec.extras if spec else ()), *keep])
+              if c in ds.column_names and c not in report.columns.values()]
 
     text = Value("string")
     features = {"id": text, "images": datasets.List(POINTER),
                 "question": text, "answer": text, "answers": datasets.List(text)}
     features |= {"group": text} if "group" in report.columns else {}
-    features |= {"metric": text} if report.metric else {}
+    features |= {"metric": text} if report.metric or "metric" in report.columns else {}
     features |= {c: ds.features[c] for c in extras} | {"_skip": text}
     report.source_rows = len(ds)
+    if not len(ds):  # an empty split maps to a dataset without columns: stop here
+        _check(report, max_bad_fraction, hints)
     mapper = _RowMapper(ds.features, report.columns, spec, image_root, extras, report.metric)
     rows = ds.map(mapper, batched=True, with_indices=True, remove_columns=ds.column_names,
                   features=Features(features), load_from_cache_file=False,
                   desc="vprl: mapping columns")
     report.candidate_rows = len(rows)
     ok = _tally(rows, report)
-    _check(report, max_bad_fraction)
+    _check(report, max_bad_fraction, hints)
 
     groups = rows.select(ok)["group"] if "group" in report.columns else None
-    picked = select_subsample(len(ok), groups, subsample_spec(subsample, spec), seed)
+    try:
+        picked = select_subsample(len(ok), groups, subsample_spec(subsample, spec), seed)
+    except ValueError as err:
+        raise DataError(str(err)) from None
     rows = rows.select([ok[i] for i in picked])
     del features["images"]
     rows = rows.map(ImageReader(ds), batched=True, batch_size=32, remove_columns=["images"],
@@ -123,35 +179,53 @@ def load_vqa(source: str | os.PathLike, split: str | None = None, preset: str | 
         ["id", "image"] + [c for c in features if c not in ("id", "_skip")])
     report.kept = len(rows)
     (log.warning if report.skipped else log.info)("%s", report)
-    _check(report, max_bad_fraction, final=True)
+    _check(report, max_bad_fraction, hints, final=True)
     return rows, report
 
 
-def _open(source, split, spec: Preset | None, cache_dir, report: LoadReport):
+def open_source(source, spec: Preset | None = None, cache_dir: str | None = None,
+                split: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
+    """The dataset at ``source`` as ``datasets`` opens it, every split; a Hub name is
+    asked for ``split`` only, so the other splits are not downloaded."""
     path = Path(source).expanduser()
-    if any((path / f).exists() for f in ("dataset_info.json", "dataset_dict.json")):
-        loaded = datasets.load_from_disk(str(path))
-    elif path.exists():  # data files or images: the packaged builders infer the format
-        where, files = (path, None) if path.is_dir() else (path.parent, path.name)
-        loaded = datasets.load_dataset(str(where), data_files=files, cache_dir=cache_dir)
-    elif str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
-        raise FileNotFoundError(f"dataset path {source} does not exist")
-    else:
-        config = spec.hub_config if spec and str(source) == spec.hub else None
-        try:
-            loaded = datasets.load_dataset(str(source), config, split=split, cache_dir=cache_dir)
-        except Exception as err:  # the Hub or the cache said no: say what to do instead
-            raise ValueError(f"could not load {source!r} as a local path or Hub dataset "
-                             f"({type(err).__name__}: {err}); pass a local folder or file, "
-                             "or make the Hub copy available") from err
-    if isinstance(loaded, datasets.Dataset):
-        return loaded
-    names = list(loaded)
+    try:
+        if any((path / f).exists() for f in ("dataset_info.json", "dataset_dict.json")):
+            return datasets.load_from_disk(str(path))
+        if path.exists():  # data files or images: the packaged builders infer the format
+            where, files = (path, None) if path.is_dir() else (path.parent, path.name)
+            return datasets.load_dataset(str(where), data_files=files, cache_dir=cache_dir)
+    except Exception as err:  # whatever the builder raises, the files are not a dataset
+        detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
+        raise DataError(f"{source} could not be read as a dataset ({type(err).__name__}: "
+                        f"{detail}); point at an image folder with metadata.jsonl or "
+                        "metadata.csv, a parquet/json/csv file, or a saved Dataset") from None
+    if str(source).startswith((".", "/", "~")) or str(source).count("/") > 1:
+        raise MissingSource(f"dataset path {source} does not exist")
+    config = spec.hub_config if spec and str(source) == spec.hub else None
+    try:
+        return datasets.load_dataset(str(source), config, split=split, cache_dir=cache_dir)
+    except Exception as err:  # the Hub or the cache said no: say what to do instead
+        raise DataError(f"could not load {source!r} as a local path or Hub dataset "
+                        f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+                        "; pass a local folder or file, or make the Hub copy available") from err
+
+
+def splits_of(opened) -> list[str]:
+    """Split names of an opened source; a bare Dataset is one split named "train"."""
+    return list(opened) if isinstance(opened, datasets.DatasetDict) else ["train"]
+
+
+def pick_split(opened, split: str | None, report: LoadReport,
+               hints: Hints = PYTHON_HINTS) -> datasets.Dataset:
+    if isinstance(opened, datasets.Dataset):
+        return opened
+    names = list(opened)
     split = names[0] if split is None and len(names) == 1 else split
     if split not in names:
-        raise ValueError(f"choose a split with split=...; available: {', '.join(names)}")
+        raise DataError(f"{report.source} has no split {split!r}: choose a split with "
+                        f"{hints.split}; available: {', '.join(names)}")
     report.split = split
-    return loaded[split]
+    return opened[split]
 
 
 def _undecoded(ds: datasets.Dataset) -> datasets.Dataset:
@@ -164,7 +238,8 @@ def _undecoded(ds: datasets.Dataset) -> datasets.Dataset:
     return ds
 
 
-def _resolve(ds, fields: Mapping[str, tuple[str, ...]], required) -> dict[str, str]:
+def _resolve(ds, fields: Mapping[str, tuple[str, ...]], required, hints: Hints = PYTHON_HINTS,
+             label: str = "the source") -> dict[str, str]:
     def present(col: str) -> bool:
         top, _, rest = col.partition(".")
         feat = ds.features.get(top)
@@ -176,8 +251,13 @@ def _resolve(ds, fields: Mapping[str, tuple[str, ...]], required) -> dict[str, s
                                                             or found.get("answers")):
         missing.append("answer")
     if missing:
-        raise ValueError(f"no column for {', '.join(missing)} in {ds.column_names}; map it "
-                         f"with columns={{'{missing[0]}': '<column>'}}")
+        if set(ds.column_names) <= {"image", "label"}:  # an image folder without metadata
+            raise DataError(f"{label} has images but no {', '.join(missing)}: put a "
+                            "metadata.jsonl or metadata.csv next to the images with a file_name "
+                            "column and one column per field (question, answer)")
+        raise DataError(f"{label} has no column for {', '.join(missing)} (it has "
+                        f"{', '.join(ds.column_names)}); map it with "
+                        f"{' and '.join(hints.column(m) for m in missing)}")
     return {name: col for name, col in found.items() if col}
 
 
@@ -230,8 +310,8 @@ class _RowMapper:
         if "group" in self.columns:
             group = row.get("group")
             out["group"] = "|".join(map(str, group)) if isinstance(group, list) else to_text(group)
-        if self.metric:
-            out["metric"] = self.metric
+        if self.metric or "metric" in self.columns:
+            out["metric"] = self.metric or to_text(row.get("metric"))
         return out
 
 
@@ -248,12 +328,15 @@ def _tally(rows: datasets.Dataset, report: LoadReport) -> list[int]:
     return good
 
 
-def _check(report: LoadReport, max_bad_fraction: float, final: bool = False) -> None:
+def _check(report: LoadReport, max_bad_fraction: float, hints: Hints = PYTHON_HINTS,
+           final: bool = False) -> None:
+    where = f"{report.source}" + (f" [{report.split}]" if report.split else "")
     if not report.candidate_rows:
-        raise ValueError(f"{report.source} has no rows; check the source and the split")
+        raise DataError(f"{where} has no rows; check the source, or choose another split "
+                        f"with {hints.split}")
     if report.bad_fraction > max_bad_fraction or (final and not report.kept):
         worst = max(report.skipped, key=report.skipped.get) if report.skipped else None
-        raise ValueError(
-            f"{report.bad_fraction:.1%} of rows from {report.source} are malformed "
-            f"({report.counts()}), above max_bad_fraction={max_bad_fraction}; "
-            f"{FIXES.get(worst, 'fix the data')}, or raise max_bad_fraction")
+        raise DataError(
+            f"{report.bad_fraction:.1%} of rows from {where} are malformed "
+            f"({report.counts()}), above {hints.max_bad_fraction}={max_bad_fraction}; "
+            f"{fix_for(worst, hints)}, or raise {hints.max_bad_fraction}")

@@ -45,8 +45,9 @@ def image_ref(value, image_root: Path | None = None, image_file: str | None = No
         name = name.rsplit("/", 1)[-1]
     elif image_file and not Path(name).suffix:
         name = image_file.format(name)
-    path = Path(name).expanduser()
-    path = image_root / path if image_root and not path.is_absolute() else path
+    given = Path(name).expanduser()
+    rooted = image_root / given if image_root and not given.is_absolute() else given
+    path = rooted if rooted.is_file() else given  # else relative to the working folder
     return {"row": -1, "column": "", "item": -1, "path": str(path)} if path.is_file() else None
 
 
