@@ -70,7 +70,7 @@ def load_splits(source: str | os.PathLike, want: Sequence[str] | None = ("train"
     Raises DataError (one line naming the fix, spelled as ``hints`` say) for a missing
     path, unknown columns or splits, an empty split, or too many malformed rows.
     """
-    from rewards.metrics import METRICS
+    from rewards.metrics import REFERENCE_COLUMN as METRICS  # per-question metrics
 
     if metric is not None and metric not in METRICS:
         raise DataError(f"metric {metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
@@ -133,7 +133,7 @@ def seeded_split(rows: datasets.Dataset, eval_size: int, seed: int,
 
 
 def _check_metrics(splits: Splits, hints: Hints) -> None:
-    from rewards.metrics import METRICS
+    from rewards.metrics import REFERENCE_COLUMN as METRICS  # per-question metrics
 
     for name, ds in splits.rows.items():
         if "metric" not in ds.column_names:

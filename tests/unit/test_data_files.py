@@ -157,7 +157,7 @@ def test_training_config_reads_files_and_fills_the_metric(tmp_path, capsys):
     (["data.name=files"], "data.name 'files' needs data.path"),
     (["data.name=files", "data.path=/no/such/dir"], "point data.path at your dataset"),
     (["data.columns.query=prompt", "data.name=files", "data.path=."], "data.columns.query"),
-    (["data.metric=bleu"], "data.metric 'bleu' is unknown"),
+    (["data.metric=bleu"], "data.metric 'bleu' is not a per-question metric"),
 ])
 def test_bad_data_configs_fail_at_start_up_in_one_line(tmp_path, overrides, message):
     with pytest.raises(ConfigError) as err:
