@@ -4,12 +4,15 @@
 - ``viper_itm``: the same API with image-text matching examples (ViUniT Listing 2).
 - ``pot``: visual program-of-thought, values read off the image into code (seed 002).
 - ``tool_api``: an ``ImageObject`` with ``answer``/``describe`` to orchestrate (seed 002).
+- ``proptest``: each query shown with its property tests (PropTest Figure 9); ``proptest_baseline``
+  is the same prompt and examples without tests.
 
 ``render_refinement`` builds the self-refinement prompt of any family.
 """
 
 from envs.prompts.itm import VIPER_ITM
 from envs.prompts.pot import POT
+from envs.prompts.proptest import PROPTEST, PROPTEST_BASELINE
 from envs.prompts.refine import render_refinement
 from envs.prompts.toolapi import TOOL_API
 from envs.prompts.viper import HEADER, VIPER_COMPACT, PromptFamily
@@ -17,7 +20,8 @@ from envs.prompts.viper_full import VIPER_FULL, VIPER_FULL_ITM
 
 DEFAULT_FAMILY = VIPER_COMPACT.name
 FAMILIES: dict[str, PromptFamily] = {
-    f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API, VIPER_FULL, VIPER_FULL_ITM)
+    f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API, VIPER_FULL, VIPER_FULL_ITM, PROPTEST,
+                        PROPTEST_BASELINE)
 }
 
 
