@@ -122,9 +122,11 @@ class TestConditionedFamily(PromptFamily):
             # Pool shots come without tests: they get the default source's.
             block = tests_block(known[q] if q in known else self.tests_for(q.splitlines()[0]))
             parts.append(f"# Query: {q}\n{block}\n{self.header}{body}")
-        # A refinement turn passes its whole block as the question: tests follow its first line.
-        block = tests_block(tests if tests is not None else self.tests_for(question.splitlines()[0]))
-        parts.append(f"# Query: {question}\n{block}")
+        # A refinement turn passes its whole block as the question: the tests follow its
+        # first line (the question), the failed program and its feedback come after them.
+        first, _, rest = question.partition("\n")
+        block = tests_block(tests if tests is not None else self.tests_for(first))
+        parts.append(f"# Query: {first}\n{block}" + (f"\n{rest}" if rest else ""))
         return "\n".join(parts)
 
     def render(self, tokenizer, question: str, shots=None, tests: str | None = None) -> str:
