@@ -135,7 +135,9 @@ class OptimConfig:
     max_grad_norm: Positive[float] = 0.3
     weight_decay: NonNegative[float] = 0.0
     epochs: AtLeast1[int] = 1  # passes over an iteration's rollouts
-    micro_batch_size: AtLeast1[int] = 16
+    micro_batch_size: AtLeast1[int] = 16  # examples per forward on one rank (a memory knob)
+    batch_size: AtLeast1[int] | None = None  # examples per optimizer step over all ranks; null: micro_batch_size
+    normalizer: Positive[float] | None = None  # N in Eq. 8's sum of w*NLL / N; null: the iteration's rollouts on all ranks
     token_reduction: Literal["mean", "sum"] = "mean"  # mean: per-example NLL averaged over its tokens; sum: Eq. 8 literally
     share_prefix: bool = True  # run the prompt prefix shared by a micro-batch once
 

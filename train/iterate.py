@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.rollout import collect, reward_columns, status_rates
     from train.selfplay import SelfPlay, judge_reply
     from train.tracking import Tracker
-    from train.update import Example, reward_to_weight, run_update
+    from train.update import Example, configure_accelerator, reward_to_weight, run_update
 
     accelerator = make_accelerator()
     rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     model = attach_lora(model, cfg.lora)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    configure_accelerator(accelerator, cfg.optim)  # gradient accumulation, DeepSpeed's "auto" values
     model, optimizer = accelerator.prepare(model, optimizer)
     policy = accelerator.unwrap_model(model)
     gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})

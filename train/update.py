@@ -45,7 +45,9 @@ def collate(examples: list[Example], pad_id: int, share_prefix: bool = True) -> 
     completion block (`logits_to_keep`).
     """
     b = len(examples)
-    p = shared_prefix_length([e.prompt_ids for e in examples]) if share_prefix and b > 1 else 0
+    # Shared or not, every micro-batch then runs the same two forwards (prefix, rest): ranks
+    # under ZeRO-3 must run forwards in step, filler batches included.
+    p = shared_prefix_length([e.prompt_ids for e in examples]) if share_prefix else 0
     s = max(len(e.prompt_ids) - p for e in examples)
     c = max(len(e.completion_ids) for e in examples)
     rest = torch.full((b, s + c), pad_id, dtype=torch.long)
@@ -98,14 +100,18 @@ def completion_nll(model, batch: dict, reduction: str = "mean", prefix_model=Non
     return total / (labels != -100).sum(-1).clamp(min=1)
 
 
-def weighted_loss(nll: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Σ w·NLL / Σ|w|; a batch whose weights are all 0 gives a zero loss that still backprops.
+def weighted_loss(nll: torch.Tensor, weights: torch.Tensor, normalizer: float) -> torch.Tensor:
+    """This micro-batch's share of ViUniT Eq. 8: Σ_i w_i · NLL_i / N.
 
-    |w| in the denominator keeps negative weights (`clip_negative: false`) an unlikelihood
-    push of bounded size rather than flipping or blowing up the normaliser.
+    Eq. 8 is J(w) = E_D[R · L_NLL], an expectation over the iteration's rollouts D, so
+    N is a constant of the iteration (|D| over all ranks, or `optim.normalizer`), never
+    a per-batch sum of weights: summing this over an iteration's micro-batches gives J
+    exactly, a weight of 0.5 counts half as much as 1, and a zero-weight (filler) batch
+    adds exactly nothing. `optim.token_reduction` picks L_NLL: `sum` is Eq. 8's literal
+    sum over the program's tokens; `mean` divides each program's NLL by its own token
+    count so long programs do not dominate (the default; a per-example constant).
     """
-    weights = weights.to(nll.dtype)
-    return (weights * nll).sum() / weights.abs().sum().clamp(min=1e-8)
+    return (weights.to(nll.dtype) * nll).sum() / normalizer
 
 
 def lr_at(step: int, total: int, base_lr: float, warmup_ratio: float, schedule: str) -> float:
@@ -119,55 +125,118 @@ def lr_at(step: int, total: int, base_lr: float, warmup_ratio: float, schedule: 
     return base_lr * max(0.0, (total - step) / max(1, total - warmup))
 
 
+def global_batch_size(cfg) -> int:
+    """Examples per optimizer step over all ranks (`optim.batch_size`, else one micro-batch)."""
+    return cfg.batch_size or cfg.micro_batch_size
+
+
+def accumulation_steps(cfg, world: int) -> int:
+    """Micro-batches each rank runs per optimizer step: a step's `optim.batch_size`
+    examples are dealt to `world` ranks, which run them `optim.micro_batch_size` at a time."""
+    return math.ceil(math.ceil(global_batch_size(cfg) / world) / cfg.micro_batch_size)
+
+
+def configure_accelerator(accelerator, cfg) -> None:
+    """Set gradient accumulation (and DeepSpeed's "auto" values) from the config; call
+    before `accelerator.prepare`, because DeepSpeed fixes its accumulation there."""
+    k = accumulation_steps(cfg, accelerator.num_processes)
+    accelerator.gradient_accumulation_steps = k
+    plugin = getattr(accelerator.state, "deepspeed_plugin", None)
+    if plugin is not None:
+        ds = plugin.deepspeed_config
+        ds["train_micro_batch_size_per_gpu"] = cfg.micro_batch_size
+        ds["gradient_accumulation_steps"] = k
+        ds.pop("train_batch_size", None)
+        ds["gradient_clipping"] = cfg.max_grad_norm or 0.0
+
+
+def _canonical(examples: list[Example]) -> list[Example]:
+    """A world-size-independent order: the same rollouts sort the same way however
+    they were sharded, so the seeded shuffle makes the same batches."""
+    return sorted(examples, key=lambda e: (e.prompt_ids, e.completion_ids, e.weight))
+
+
 def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_id: int, seed: int,
                progress: bool = True) -> dict:
-    """One iteration's fine-tuning pass(es) over the weighted examples of this rank.
+    """One iteration's reward-weighted NLL update (Eq. 8) over every rank's rollouts.
 
-    Ranks may hold different numbers of non-zero-weight examples; each takes the same
-    number of optimizer steps (the maximum over ranks), padding with zero-weight
-    batches, so DDP/DeepSpeed collectives stay in lock-step.
+    The update is one global computation whatever the world size. All ranks see all
+    rollouts (gathered, in a canonical order), shuffle them with `seed`, and cut them
+    into optimizer steps of `optim.batch_size` examples. Each step's examples are dealt
+    to the ranks, which run them in micro-batches with gradient accumulation; a rank
+    with fewer than its share runs zero-weight filler micro-batches (the same shapes
+    and forwards as real ones, as ZeRO-3 needs), which add exactly zero. Each
+    micro-batch's loss is its share of Σ w·NLL / N with N fixed for the iteration
+    (`weighted_loss`), scaled by the world size and accumulation steps that DDP /
+    DeepSpeed / accelerate divide by, so the summed gradient is exactly ∇J: the same
+    rollouts give the same adapter on 1 or W processes, and a rank holding only
+    zero-weight rollouts changes nothing.
     """
-    live = [e for e in examples if e.weight != 0]
+    from accelerate.utils import gather_object
+
+    world, rank = accelerator.num_processes, accelerator.process_index
+    everything = gather_object(list(examples)) if world > 1 else list(examples)
+    normalizer = float(cfg.normalizer or len(everything))
+    live = _canonical([e for e in everything if e.weight != 0])
     rng = random.Random(seed)
-    mb = cfg.micro_batch_size
-    batches = []
+    order = []
     for _ in range(cfg.epochs):
-        order = live[:]
-        rng.shuffle(order)
-        batches += [order[i : i + mb] for i in range(0, len(order), mb)]
-    steps = len(batches)
-    if accelerator.num_processes > 1:
-        steps = int(accelerator.gather(torch.tensor([steps], device=accelerator.device)).max())
-    # Zero-weight batch for ranks that run out (or never had rollouts): keeps collectives in step.
-    filler = [Example(examples[0].prompt_ids, examples[0].completion_ids, 0.0)] if examples else \
-        [Example([pad_id, pad_id], [pad_id], 0.0)]
-    losses, grad_norms, tokens = [], [], 0
+        epoch = live[:]
+        rng.shuffle(epoch)
+        order += epoch
+    size, mb = global_batch_size(cfg), cfg.micro_batch_size
+    steps = [order[i : i + size] for i in range(0, len(order), size)]
+    k = accumulation_steps(cfg, world)
+    if accelerator.gradient_accumulation_steps != k:
+        if getattr(accelerator.state, "deepspeed_plugin", None) is not None:
+            raise RuntimeError("call train.update.configure_accelerator(accelerator, cfg.optim) before "
+                               "accelerator.prepare: DeepSpeed fixes gradient accumulation there")
+        accelerator.gradient_accumulation_steps = k
+    accelerator.step = 0  # accumulate() counts micro-batches: start each update on a boundary
+    scale = world * k  # undo DDP's mean over ranks and accelerate's 1/k
+    filler = [Example(live[0].prompt_ids, live[0].completion_ids, 0.0)] if live else []
+
+    sums = torch.zeros(4, dtype=torch.float64)  # Σ w·NLL, Σ w, completion tokens, real micro-batches
+    grad_norms = []
     model.train()
-    bar = tqdm(range(steps), desc="update", unit="step", disable=not progress, leave=False)
+    bar = tqdm(range(len(steps)), desc="update", unit="step", disable=not progress, leave=False)
     for step in bar:
-        batch_examples = batches[step] if step < len(batches) else filler
-        batch = {k: v.to(accelerator.device) for k, v in collate(batch_examples, pad_id, cfg.share_prefix).items()}
-        lr = lr_at(step, steps, cfg.lr, cfg.warmup_ratio, cfg.schedule)
+        lr = lr_at(step, len(steps), cfg.lr, cfg.warmup_ratio, cfg.schedule)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        nll = completion_nll(model, batch, cfg.token_reduction, prefix_model=accelerator.unwrap_model(model))
-        loss = weighted_loss(nll, batch["weights"])
-        accelerator.backward(loss)
-        if accelerator.sync_gradients and cfg.max_grad_norm:
-            norm = accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
-            if norm is not None:
-                grad_norms.append(float(norm))
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if step < len(batches):
-            losses.append(float(loss.detach()))
-            tokens += int(batch["attention_mask"].sum())
-        bar.set_postfix(loss=f"{losses[-1]:.3f}" if losses else "-")
+        mine = steps[step][rank::world]
+        micro = [mine[i : i + mb] for i in range(0, len(mine), mb)]
+        micro += [filler] * (k - len(micro))
+        for part in micro:
+            batch = {key: v.to(accelerator.device) for key, v in collate(part, pad_id, cfg.share_prefix).items()}
+            with accelerator.accumulate(model):
+                nll = completion_nll(model, batch, cfg.token_reduction, prefix_model=accelerator.unwrap_model(model))
+                share = weighted_loss(nll, batch["weights"], normalizer)
+                accelerator.backward(share * scale)
+                if accelerator.sync_gradients:
+                    if cfg.max_grad_norm:
+                        norm = accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad],
+                                                           cfg.max_grad_norm)
+                        if norm is not None:
+                            grad_norms.append(float(norm))
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+            if part is not filler:
+                w = batch["weights"].double().cpu()
+                sums += torch.tensor([float((w * nll.detach().double().cpu()).sum()), float(w.abs().sum()),
+                                      float((batch["labels"] != -100).sum()), 1.0], dtype=torch.float64)
+        bar.set_postfix(lr=f"{lr:.2e}")
     bar.close()
+    if world > 1:
+        sums = accelerator.reduce(sums.to(accelerator.device), reduction="sum").cpu()
+    weighted_nll, weight_sum, tokens, _ = sums.tolist()
     return {
-        "loss/mean": sum(losses) / len(losses) if losses else float("nan"),
-        "loss/steps": steps,
+        # Eq. 8's J = Σ w·NLL / N over the iteration (each example's NLL when it was trained), per epoch.
+        "loss/mean": weighted_nll / normalizer / cfg.epochs if live else float("nan"),
+        "loss/nll": weighted_nll / weight_sum if weight_sum else float("nan"),  # Σ w·NLL / Σ |w|
+        "loss/normalizer": normalizer,
+        "loss/steps": len(steps),
         "loss/examples": len(live),
         "loss/grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else float("nan"),
-        "loss/tokens": tokens,
+        "loss/tokens": int(tokens),  # completion tokens that carried loss, all ranks and epochs
     }

@@ -18,7 +18,7 @@ import torch  # noqa: E402
 from tests.helpers.tiny import tiny_lora_model  # noqa: E402
 from train.config import OptimConfig  # noqa: E402
 from train.setup import make_accelerator  # noqa: E402
-from train.update import Example, run_update  # noqa: E402
+from train.update import Example, configure_accelerator, run_update  # noqa: E402
 
 
 def fingerprint(model) -> str:
@@ -35,6 +35,8 @@ def main(out_dir: str) -> None:
     model = tiny_lora_model(seed=0)
     before = fingerprint(model)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    cfg = OptimConfig(lr=1e-2, micro_batch_size=2, warmup_ratio=0.0)
+    configure_accelerator(accelerator, cfg)
     model, optimizer = accelerator.prepare(model, optimizer)
     rng = random.Random(rank)  # ranks see different questions
     shared = [rng.randrange(3, 128) for _ in range(16)]
@@ -43,7 +45,6 @@ def main(out_dir: str) -> None:
                 float(rng.random() > 0.3))
         for _ in range(4 + 5 * rank)
     ]
-    cfg = OptimConfig(lr=1e-2, micro_batch_size=2, warmup_ratio=0.0)
     stats = run_update(accelerator, model, optimizer, examples, cfg, pad_id=0, seed=0, progress=False)
     after = fingerprint(accelerator.unwrap_model(model))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(

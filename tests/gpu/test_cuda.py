@@ -13,7 +13,7 @@ def test_bf16_update_step_on_cuda():
     model = tiny_lora_model(dtype=torch.bfloat16).cuda()
     batch = collate([Example([5, 6, 7, 8], [9, 10, 1], 1.0), Example([5, 6, 7, 11], [12, 1], 0.5)], 0)
     batch = {k: v.cuda() for k, v in batch.items()}
-    loss = weighted_loss(completion_nll(model, batch), batch["weights"])
+    loss = weighted_loss(completion_nll(model, batch), batch["weights"], 2.0)
     loss.backward()
     assert torch.isfinite(loss)
 
