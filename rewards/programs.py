@@ -25,9 +25,16 @@ def program_from(prompt, completion) -> str:
     Our prompts end inside the function (the header and first body line), so the
     program is that tail of the prompt plus the completion; TRL passes the same pair.
     Completions that carry a whole function (or a fenced block) stand on their own.
+    A planning script (the visprog family's prompts, or a completion that is one) becomes
+    the program that runs it (`envs.visprog.script_program`).
     """
+    from envs.visprog.compile import program_for
+
     completion = _text(completion)
     prompt = _text(prompt)
+    script = program_for(prompt, completion)
+    if script is not None:
+        return script
     start = prompt.rfind("def execute_command")
     if start >= 0 and "# Query" not in prompt[start:] and "def execute_command" not in completion:
         return extract_program(prompt[start:] + completion)

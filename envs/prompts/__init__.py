@@ -6,6 +6,8 @@
 - ``tool_api``: an ``ImageObject`` with ``answer``/``describe`` to orchestrate (seed 002).
 - ``proptest``: each query shown with its property tests (PropTest Figure 9); ``proptest_baseline``
   is the same prompt and examples without tests.
+- ``visprog`` / ``visprog_gqa``: VLAgent's planner prompt; completions are line-based
+  planning scripts (``envs.visprog``), for shapes scenes or natural images.
 
 ``render_refinement`` builds the self-refinement prompt of any family.
 """
@@ -17,11 +19,12 @@ from envs.prompts.refine import render_refinement
 from envs.prompts.toolapi import TOOL_API
 from envs.prompts.viper import HEADER, VIPER_COMPACT, PromptFamily
 from envs.prompts.viper_full import VIPER_FULL, VIPER_FULL_ITM
+from envs.prompts.visprog import VISPROG, VISPROG_GQA
 
 DEFAULT_FAMILY = VIPER_COMPACT.name
 FAMILIES: dict[str, PromptFamily] = {
     f.name: f for f in (VIPER_COMPACT, VIPER_ITM, POT, TOOL_API, VIPER_FULL, VIPER_FULL_ITM, PROPTEST,
-                        PROPTEST_BASELINE)
+                        PROPTEST_BASELINE, VISPROG, VISPROG_GQA)
 }
 
 

@@ -29,4 +29,5 @@ def render_refinement(family: PromptFamily, tokenizer, question: str, program: s
     """A refinement prompt for `family`; `tokenizer` is only used by chat families."""
     # The block takes the question's place, so the family's own render (plain or chat)
     # lays out the API, the shots and the header exactly as on the first turn.
-    return family.render(tokenizer, refinement_block(question, program, feedback), shots)
+    return family.render(tokenizer, refinement_block(question, family.display(program), feedback),
+                         shots)

@@ -89,6 +89,14 @@ class PromptFamily:
         # The assistant turn starts with the function header, so the completion is the body.
         return text + self.program_prefix
 
+    # Where generation stops (policies.generation.GenerationConfig.stop): a program body
+    # ends at its first unindented line.
+    stop: str = r"\n\S"
+
+    def display(self, program: str) -> str:
+        """How an executed program is shown back to the policy (refinement prompts)."""
+        return program
+
     @property
     def program_prefix(self) -> str:
         """What the prompt ends with and every program starts with.

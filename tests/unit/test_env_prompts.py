@@ -15,6 +15,10 @@ from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family, render_refinement
 from rewards.programs import program_from
 
 QUESTION = "How many blue squares are there?"
+# Families whose completions are Python bodies; the visprog script families are
+# tested in test_visprog.py (their examples below, here).
+PYTHON_FAMILIES = sorted(n for n, f in FAMILIES.items() if f.header)
+SCRIPT_FAMILIES = sorted(n for n, f in FAMILIES.items() if not f.header)
 
 
 def test_families_and_default():
@@ -24,7 +28,7 @@ def test_families_and_default():
         get_family("viper_full_typo")
 
 
-@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("name", PYTHON_FAMILIES)
 def test_prompt_ends_with_the_question_and_the_program_prefix(name):
     family = FAMILIES[name]
     text = family.render(None, QUESTION)
@@ -37,7 +41,7 @@ def test_prompt_ends_with_the_question_and_the_program_prefix(name):
     assert program == family.header + family.body_start + "    return 'x'\n"
 
 
-@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("name", PYTHON_FAMILIES)
 def test_every_in_context_example_passes_the_sandbox_policy(name):
     family = FAMILIES[name]
     for question, body in family.examples:
@@ -46,12 +50,29 @@ def test_every_in_context_example_passes_the_sandbox_policy(name):
         assert report.status is None, (question, report.message)
 
 
+@pytest.mark.parametrize("name", SCRIPT_FAMILIES)
+def test_every_planning_example_passes_the_ss_parser(name):
+    from rewards.vlagent.ssparser import check_script
+
+    for question, script in get_family(name).examples:
+        assert check_script(script, question) == [], question
+
+
+@pytest.mark.parametrize("name", SCRIPT_FAMILIES)
+def test_script_refinement_shows_the_script(name):
+    family = FAMILIES[name]
+    failed = program_from("Program:", "X=CAP(image=IMAGE)\nY=COUNT(box=X)")
+    text = render_refinement(family, None, QUESTION, failed, "Error: TypeError")
+    assert "# Incorrect program:\nX=CAP(image=IMAGE)\nY=COUNT(box=X)\n" in text
+    assert "def execute_command" not in text and text.rstrip().endswith("Program:")
+
+
 def test_pot_examples_use_no_tools():
     for _, body in get_family("pot").examples:
         assert "ImagePatch" not in body and "ImageObject" not in body
 
 
-@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("name", PYTHON_FAMILIES)
 def test_refinement_prompt_judges_the_new_program_not_the_failed_one(name):
     family = FAMILIES[name]
     failed = family.header + family.body_start + "    return undefined_name\n"
