@@ -8,5 +8,9 @@ from rewards.combine import RewardFailure, RewardSet
 register("viunit", "rewards.unit_tests.reward:viunit")
 # Label-free: reads the question and the image only.
 register("proptest", "rewards.property_tests.reward:proptest")
+# VLAgent (label-free): SS-parser validity, caption agreement, ensemble localisation IoU.
+register("parse", "rewards.vlagent.reward:parse")
+register("caption_agreement", "rewards.vlagent.reward:caption_agreement")
+register("ensemble_iou", "rewards.vlagent.reward:ensemble_iou")
 
 __all__ = ["available", "get", "register", "RewardSet", "RewardFailure"]
