@@ -30,7 +30,8 @@ from rewards.metrics import gqa_accuracy  # noqa: E402
 from rewards.unit_tests.scoring import same_answer  # noqa: E402
 from rewards.unit_tests.shapes_layout import parse_caption  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
-from train.eval_cli import Policy, metrics  # noqa: E402
+from train.eval_cli import ProgramSampler  # noqa: E402
+from train.evaluate import evaluate_choices  # noqa: E402
 from train.strategies import Scoring, choose  # noqa: E402
 
 
@@ -97,7 +98,7 @@ def main() -> None:
     oracle = []
     for seed in args.seeds:
         t0 = time.time()
-        policy = Policy("embedded:smollm2-135m-instruct", None, "viper_compact", 128, seed)
+        policy = ProgramSampler("embedded:smollm2-135m-instruct", None, "viper_compact", 128, seed)
         programs = policy.programs([r["question"] for r in rows], args.programs)
         t_gen = time.time() - t0
         setups = [("single program", "base", None), (f"majority of {args.programs}", "majority", None)]
@@ -118,7 +119,7 @@ def main() -> None:
             setups.append((f"ViUniT {args.programs} x {args.tests} ({gen} tests)", "viunit", suites))
         for name, strategy, suites in setups:
             choices = choose(strategy, rows, programs, executor, suites, Scoring(), seed=seed)
-            m = metrics(choices, rows, executor, "gqa_accuracy", args.counterfactuals, seed)
+            m = evaluate_choices(choices, rows, executor, "gqa_accuracy", args.counterfactuals, seed)
             results.setdefault(name, []).append(m)
             print(f"seed {seed}  {name:34s} acc {m['accuracy']:.3f}  err {m['error_rate']:.3f}  "
                   f"logical {m.get('logical_accuracy', float('nan')):.3f}  "

@@ -1,4 +1,12 @@
-"""Scoring a batch with the configured rewards: weights in one place, failures counted."""
+"""Scoring a batch with the configured rewards: weights in one place, failures counted.
+
+`execute_and_score` is the one execute-then-score path: the trainer's rollouts, the
+environment's `step`/`score_batch`, self-refinement and `vprl eval` all run programs
+and rewards through it. Programs run once, in parallel, on the executor the caller
+hands in; the rewards receive that same executor through their `executor` argument
+and so read its cache (under TRL, where nobody hands them one, they fall back to
+`envs.execution.shared_executor()`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,9 @@ import logging
 import math
 import traceback
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
+from rewards.programs import program_from
 from rewards.registry import get
 
 log = logging.getLogger(__name__)
@@ -15,6 +25,52 @@ log = logging.getLogger(__name__)
 
 class RewardFailure(RuntimeError):
     """A reward kept raising past the configured limit."""
+
+
+@dataclass
+class RewardSpec:
+    """One configured reward: a registry name (or dotted path), its weight and fixed kwargs."""
+
+    name: str  # registry name (`rewards.available()`) or dotted path module:function
+    weight: float = 1.0
+    kwargs: dict = field(default_factory=dict)  # the reward's own options
+
+
+def reward_specs(rewards: Iterable[Any] | str | None) -> list[RewardSpec]:
+    """Normalise the ways a user names rewards: "name", ("name", weight),
+    {"name": ..., "weight": ..., "kwargs": ...} or a RewardSpec."""
+    if rewards is None:
+        return [RewardSpec("correctness")]
+    if isinstance(rewards, str):
+        rewards = [rewards]
+    specs = []
+    for item in rewards:
+        if isinstance(item, str):
+            specs.append(RewardSpec(item))
+        elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+            specs.append(RewardSpec(item[0], float(item[1])))
+        elif isinstance(item, dict) and "name" in item:
+            unknown = set(item) - {"name", "weight", "kwargs"}
+            if unknown:
+                raise ValueError(f"reward {item['name']!r}: unknown keys {sorted(unknown)}; "
+                                 "use name, weight and kwargs")
+            specs.append(RewardSpec(item["name"], float(item.get("weight", 1.0)),
+                                    dict(item.get("kwargs") or {})))
+        elif isinstance(item, RewardSpec):
+            specs.append(RewardSpec(item.name, float(item.weight), dict(item.kwargs or {})))
+        else:
+            raise ValueError(f"cannot read reward {item!r}; give a name, (name, weight) or "
+                             "{'name': ..., 'weight': ..., 'kwargs': ...}")
+    if not specs:
+        raise ValueError("at least one reward is needed, e.g. rewards=['correctness']")
+    return specs
+
+
+def _named_parameters(fn) -> set[str]:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 @dataclass
@@ -27,31 +83,31 @@ class RewardSet:
     `failure_limit` raising batches the run stops with the traceback.
     """
 
-    specs: list  # RewardSpec-like: .name, .weight, .kwargs
+    specs: list  # RewardSpec, or anything reward_specs reads
     failure_limit: int = 3
     failures: dict = field(default_factory=dict)
     # Run-level values (e.g. run_dir) handed to the rewards whose signature names them.
     context: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        self.specs = reward_specs(self.specs)
         self.fns = [get(s.name) for s in self.specs]
-        self._context = []
-        for fn in self.fns:
-            try:
-                params = inspect.signature(fn).parameters
-            except (TypeError, ValueError):
-                params = {}
-            self._context.append({k: v for k, v in self.context.items() if k in params})
+        self._params = [_named_parameters(fn) for fn in self.fns]
 
     @property
     def names(self) -> list[str]:
         return [s.name for s in self.specs]
 
-    def score(self, prompts, completions, columns: dict) -> tuple[list[float | None], dict[str, list]]:
+    def score(self, prompts, completions, columns: dict, **context) -> tuple[list[float | None], dict[str, list]]:
+        """Weighted totals and per-reward parts. `context` (e.g. executor=) joins the
+        run-level context for this call; each reward gets the entries its signature names."""
+        context = {**self.context, **context}
         parts: dict[str, list] = {}
-        for spec, fn, context in zip(self.specs, self.fns, self._context):
+        for spec, fn, params in zip(self.specs, self.fns, self._params):
+            # A column that shares a name with a context entry or an option yields to it.
+            kwargs = {**columns, **{k: v for k, v in context.items() if k in params}, **spec.kwargs}
             try:
-                values = list(fn(prompts, completions, **columns, **context, **spec.kwargs))
+                values = list(fn(prompts, completions, **kwargs))
                 if len(values) != len(completions):
                     raise ValueError(f"returned {len(values)} values for {len(completions)} completions")
             except Exception:
@@ -68,3 +124,49 @@ class RewardSet:
             applicable = [(w, v) for w, v in applicable if not (isinstance(v, float) and math.isnan(v))]
             totals.append(sum(w * v for w, v in applicable) if applicable else None)
         return totals, parts
+
+
+def reward_columns(rows: list[dict], metric: str | None = None) -> dict[str, list]:
+    """The rows as TRL hands dataset columns to reward functions: one list per column.
+
+    `metric` fills a `metric` column when the rows carry none (the dataset's default).
+    """
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    cols = {name: [row.get(name) for row in rows] for name in names}
+    if metric is not None and "metric" not in cols:
+        cols["metric"] = [metric] * len(rows)
+    return cols
+
+
+@dataclass
+class Scored:
+    """One completion executed on its row's image, and what the rewards gave it."""
+
+    program: str
+    result: Any                      # envs.execution.ExecutionResult
+    parts: dict[str, float | None]   # per reward; empty when no rewards were asked for
+    reward: float | None             # weighted sum over the parts that apply; None if none does
+
+
+def execute_and_score(rows: list[dict], prompts: list, completions: list, executor, reward_set=None,
+                      metric: str | None = None, progress: bool = False) -> list[Scored]:
+    """Run every completion's program on its row's image in one parallel sandbox batch,
+    then score the batch with `reward_set` (a RewardSet; None: execute only).
+
+    rows[i], prompts[i] and completions[i] belong together; rows repeat when a question
+    has several samples. A completion that is already a whole program takes an empty
+    prompt. The rewards receive `executor`, so they read the results just computed.
+    """
+    if not (len(rows) == len(prompts) == len(completions)):
+        raise ValueError(f"need one row and one prompt per completion; got {len(rows)} rows, "
+                         f"{len(prompts)} prompts, {len(completions)} completions")
+    if not completions:
+        return []
+    programs = [program_from(p, c) for p, c in zip(prompts, completions)]
+    results = executor.run(programs, [row["image"] for row in rows], progress=progress)
+    if reward_set is None:
+        return [Scored(p, r, {}, None) for p, r in zip(programs, results)]
+    totals, parts = reward_set.score(list(prompts), list(completions), reward_columns(rows, metric),
+                                     executor=executor)
+    return [Scored(program, result, {name: values[k] for name, values in parts.items()}, totals[k])
+            for k, (program, result) in enumerate(zip(programs, results))]

@@ -102,6 +102,20 @@ def viper_postprocess(prediction: object) -> str:
 
 # -- per-example metrics ------------------------------------------------------------------
 
+def answer_key(answer) -> str | None:
+    """The one form answers are compared in when they vote (majority, judge options):
+    VQA normalisation, numbers by value. "Two", "2" and "2.0" are one vote; "True" and
+    "yes" too (ViperGPT's post-processing). None (no answer) has no key."""
+    if answer is None:
+        return None
+    text = normalize_vqa_answer(viper_postprocess(str(answer))).strip()
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return text or None
+    return repr(int(value)) if value.is_integer() else repr(value)
+
+
 def exact_match(pred: str | None, gt: str) -> float:
     """ViperGPT's generic accuracy: post-processed prediction equals the reference as given.
 

@@ -27,6 +27,8 @@ from typing import Annotated, Literal
 
 import yaml
 
+from rewards.combine import RewardSpec  # the one reward spec: configs, the env and RewardSet share it
+
 
 class ConfigError(ValueError):
     """A configuration mistake; its message is one line naming the fix."""
@@ -218,13 +220,6 @@ class EnvConfig:
     timeout_s: Positive[float] = 5.0  # per program
     memory_mb: AtLeast1[int] = 1024  # per sandbox worker
     workers: AtLeast1[int] = 2  # sandbox worker processes
-
-
-@dataclass
-class RewardSpec:
-    name: str  # registry name (`rewards.available()`) or dotted path module:function
-    weight: float = 1.0
-    kwargs: dict = field(default_factory=dict)  # the reward's own options
 
 
 @dataclass

@@ -18,15 +18,16 @@ from pathlib import Path
 
 from envs.cliargs import OneLineParser, UsageError
 
-from train.strategies import NEEDS_SUITES, STRATEGIES, Choice, Scoring, choose
-
-
+from train.strategies import Scoring, answer_strategies, choose, get_strategy
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rewards.unit_tests.scoring import THETA
+
+    strategies = answer_strategies()
     p = OneLineParser(prog="vprl eval", description="Evaluate a policy (optionally with a LoRA adapter) under "
-                "an answering strategy of ViUniT: a single program, a majority vote, unit-test "
-                "selection, answer refusal, or re-prompting. Prints metrics as JSON.")
+                "an answering strategy: " + "; ".join(f"{n}: {get_strategy(n).help}" for n in strategies) +
+                ". Prints metrics as JSON.")
     p.add_argument("--data", required=True, help="a dataset folder or file: `vprl data shapes/import` output, "
                    "an image folder with metadata.jsonl/.csv, a parquet/json/csv file, a saved Dataset")
     p.add_argument("--split", default="validation", help="split to evaluate (validation)")
@@ -34,14 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="map our fields to your column names, e.g. question=prompt,answer=label")
     p.add_argument("--image-root", dest="image_root", default=None, metavar="DIR",
                    help="folder that image file names are relative to (default: the data's)")
-    p.add_argument("--strategy", default="base", choices=STRATEGIES, help="answering strategy (base)")
+    p.add_argument("--strategy", default="base", choices=strategies, help="answering strategy (base)")
     p.add_argument("--programs", type=int, default=1, help="programs sampled per question, N (1)")
     p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
     p.add_argument("--candidates", type=int, default=20, help="candidate tests before coverage sampling, M (20)")
     p.add_argument("--generator", default="llm", choices=("llm", "scene"), help="unit-test generator (llm)")
     p.add_argument("--sampling", default="answer_then_input",
                    choices=("random", "answer", "input", "answer_then_input"), help="coverage strategy")
-    p.add_argument("--theta", type=float, default=0.8, help="passing threshold θ (0.8)")
+    p.add_argument("--theta", type=float, default=THETA, help=f"passing threshold θ ({THETA})")
     p.add_argument("--tie-break", dest="tie_break", default="random", choices=("random", "vote"))
     p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
     p.add_argument("--questions", type=int, default=None, help="evaluate the first Q questions (all)")
@@ -79,8 +80,9 @@ def load_rows(data: str, split: str, questions: int | None, columns: dict | None
     return [ds[i] for i in range(len(ds))]
 
 
-class Policy:
-    """Samples programs and corrections with the policy (plus adapter)."""
+class ProgramSampler:
+    """Samples programs and corrections with the policy model (plus adapter); what a
+    strategy that needs "policy" gets as `inputs.policy`."""
 
     def __init__(self, model: str, adapter: str | None, family: str, max_new_tokens: int, seed: int):
         from envs.prompts import get_family
@@ -97,7 +99,8 @@ class Policy:
         self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
                                                                           batch_size=128), seed=seed)
 
-    def _sample(self, prompts: list[str], n: int, desc: str) -> list[list[str]]:
+    def sample(self, prompts: list[str], n: int, desc: str = "programs") -> list[list[str]]:
+        """n programs per prompt (each prompt ends inside `execute_command`, as the family's do)."""
         from rewards.programs import program_from
 
         out: list[list[str]] = [[] for _ in prompts]
@@ -106,7 +109,7 @@ class Policy:
         return out
 
     def programs(self, questions: list[str], n: int) -> list[list[str]]:
-        return self._sample([self.family.render(self.tokenizer, q) for q in questions], n, "programs")
+        return self.sample([self.family.render(self.tokenizer, q) for q in questions], n, "programs")
 
     def reprompter(self, rows: list[dict], n: int):
         from envs.prompts import render_refinement
@@ -114,32 +117,9 @@ class Policy:
         def reprompt(idx, programs, feedbacks):
             prompts = [render_refinement(self.family, self.tokenizer, rows[i]["question"], p, f)
                        for i, p, f in zip(idx, programs, feedbacks)]
-            return self._sample(prompts, n, "re-prompt")
+            return self.sample(prompts, n, "re-prompt")
 
         return reprompt
-
-
-def metrics(choices: list[Choice], rows: list[dict], executor, metric: str, counterfactuals: int,
-            seed: int = 0) -> dict:
-    """accuracy, error rate, refusal rate, and logical metrics for shapes questions."""
-    from rewards.builtin import result_accuracy
-    from train.evaluate import logical_metrics, summarize
-
-    n = len(choices)
-    # A dataset's own per-row `metric` column wins over the flag, as in training.
-    acc = [result_accuracy(c.result, rows[c.row].get("answer"), rows[c.row].get("answers"),
-                           rows[c.row].get("metric") or metric or "gqa_accuracy") for c in choices]
-    out = {"questions": n, "accuracy": sum(acc) / n if n else float("nan"),
-           "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
-           "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
-    scored = [c.score for c in choices if c.score is not None]
-    if scored:
-        out["mean_unit_test_score"] = sum(scored) / len(scored)
-    if counterfactuals > 0 and rows and rows[0].get("spec"):
-        reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed)
-        for k, v in summarize(reports, prefix="").items():
-            out[k.lstrip("/")] = v
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,25 +146,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vprl eval: error: {e}", file=sys.stderr)
         return 2
 
-    from envs.execution import shared_executor
+    from envs.execution import Executor
     from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
+    from train.evaluate import evaluate_choices
 
     random.seed(args.seed)
-    executor = shared_executor(backend=args.backend)
-    policy = Policy(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
-    programs = policy.programs([r["question"] for r in rows], args.programs)
+    executor = Executor(backend=args.backend)
+    sampler = ProgramSampler(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
+    programs = sampler.programs([r["question"] for r in rows], args.programs)
     suites = None
-    if args.strategy in NEEDS_SUITES:
+    if "suites" in get_strategy(args.strategy).needs:
         builder = SuiteBuilder(SuiteConfig(generator=args.generator, k=args.unit_tests, candidates=args.candidates,
                                            strategy=args.sampling, seed=args.seed), cache_dir=args.cache)
         suites = builder.build([{"question": r["question"], "spec": r.get("spec")} for r in rows], progress=True)
     choices = choose(args.strategy, rows, programs, executor, suites,
                      Scoring(theta=args.theta, tie_break=args.tie_break),
-                     reprompt=policy.reprompter(rows, args.programs), iterations=args.iterations,
-                     family=args.prompt, seed=args.seed)
+                     reprompt=sampler.reprompter(rows, args.programs), iterations=args.iterations,
+                     family=args.prompt, seed=args.seed, policy=sampler)
     result = {"strategy": args.strategy, "programs": args.programs,
               "unit_tests": args.unit_tests if suites is not None else 0,
-              **metrics(choices, rows, executor, args.metric, args.counterfactuals, args.seed)}
+              **evaluate_choices(choices, rows, executor, args.metric or "gqa_accuracy", args.counterfactuals,
+                                 args.seed)}
+    executor.close()
     print(json.dumps(result, indent=2))
     if args.out:
         detail = [{"question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,

@@ -1,15 +1,88 @@
-"""Held-out evaluation extras: logical accuracy on counterfactual scenes.
+"""Held-out evaluation: the one place answers are scored against labels.
 
-ViUniT found by hand that a third of "correct" programs were right for the wrong
-reasons. For synthetic shapes questions that is measurable: run each program on M
-counterfactual scenes where its question stays well defined (a colour swapped, an
-object moved across, the queried object removed, ...) and compare with the answer the
-question's spec gives there.
+The training loop's held-out eval, `vprl eval` (every answering strategy) and the
+self-play aggregators all score through here, with each row's own metric (a `metric`
+column wins over the dataset default) against whichever of `answer` / `answers` that
+metric reads (`rewards.builtin.answer_accuracy`, the correctness reward's comparison).
+
+Logical accuracy: ViUniT found by hand that a third of "correct" programs were right
+for the wrong reasons. For synthetic shapes questions that is measurable: run each
+program on M counterfactual scenes where its question stays well defined (a colour
+swapped, an object moved across, the queried object removed, ...) and compare with the
+answer the question's spec gives there.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Callable, Sequence
+
+from rewards.builtin import answer_accuracy
+
+
+def row_metric(row: dict, metric: str) -> str:
+    """The metric a row is scored with: its own `metric` column, else the dataset's."""
+    return row.get("metric") or metric
+
+
+def answer_score(answer, row: dict, metric: str) -> float | None:
+    """One answer against one row's labels; None when the row carries no label."""
+    if row.get("answer") is None and row.get("answers") is None:
+        return None
+    return answer_accuracy(answer, row.get("answer"), row.get("answers"), row_metric(row, metric))
+
+
+def result_score(result, row: dict, metric: str) -> float | None:
+    """One execution result against one row's labels: a failed run scores 0."""
+    if result.status != "ok":
+        return None if row.get("answer") is None and row.get("answers") is None else 0.0
+    return answer_score(result.answer, row, metric)
+
+
+def mean(values: Sequence) -> float:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def family_hits(rows: list[dict], answers_by_family: dict[str, list], metric: str,
+                aggregators: Sequence[str] = (), judge_fn: Callable[[str], str] | None = None
+                ) -> dict[str, list[float]]:
+    """Per-question hits of each prompt family and of each aggregator over the families
+    (seed 002 Table 4). `answers_by_family` lists the families best-first: aggregator
+    ties go to the earliest."""
+    from envs.selfplay.aggregate import aggregate
+
+    def hit(answer, row) -> float:  # also the oracle's metric: this row's, with its labels
+        return answer_score(answer, row, metric) or 0.0
+
+    names = list(answers_by_family)
+    out = {f"family/{name}": [hit(a, row) for a, row in zip(answers_by_family[name], rows)] for name in names}
+    if len(names) > 1:
+        for method in aggregators:
+            out[f"aggregate/{method}"] = [
+                hit(aggregate(method, row["question"], [answers_by_family[n][i] for n in names],
+                              ask_fn=judge_fn, gold=row, metric=hit), row)
+                for i, row in enumerate(rows)]
+    return out
+
+
+def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfactuals: int = 0,
+                     seed: int = 0) -> dict:
+    """`vprl eval`'s metrics for one answer per question (`train.strategies.Choice`s):
+    accuracy, error rate, refusal rate, the mean unit-test score where a strategy
+    computed one, and logical metrics for shapes questions."""
+    n = len(choices)
+    out = {"questions": n, "accuracy": mean([result_score(c.result, rows[c.row], metric) for c in choices]),
+           "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
+           "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
+    scored = [c.score for c in choices if c.score is not None]
+    if scored:
+        out["mean_unit_test_score"] = sum(scored) / len(scored)
+    if counterfactuals > 0 and rows and rows[0].get("spec"):
+        reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed)
+        for k, v in summarize(reports, prefix="").items():
+            out[k.lstrip("/")] = v
+    return out
 
 
 def logical_metrics(rollouts, rows: list[dict], executor, m: int = 4, seed: int = 0) -> list[dict]:

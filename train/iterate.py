@@ -56,14 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     from accelerate.utils import gather_object
 
     import rewards
-    from envs.execution import shared_executor
+    from envs.execution import Executor
     from policies.generation import GenerationConfig, HFGenerator
     from policies.lora import attach_lora, load_lora_weights, reset_lora
     from policies.model import load_model
     from train import checkpoint as ckpt
     from train.early_stopping import EarlyStopper
-    from train.evaluate import logical_metrics, summarize
-    from train.rollout import collect, reward_columns, status_rates
+    from train.evaluate import family_hits, logical_metrics, result_score, summarize
+    from train.rollout import collect, status_rates
     from train.selfplay import SelfPlay, judge_reply
     from train.tracking import Tracker
     from train.update import Example, configure_accelerator, reward_to_weight, run_update
@@ -99,9 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
-    scorer = rewards.RewardSet([type(cfg.rewards[0])("correctness")])  # eval accuracy: the task metric
     tool_host = start_tool_host(cfg.env)  # model-backed tools live outside the sandbox
-    executor = shared_executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
+    executor = Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
                                backend=tool_host.spec if tool_host else cfg.env.backend)
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
@@ -157,18 +156,15 @@ def main(argv: list[str] | None = None) -> int:
                 family_rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
                                           metric=cfg.data.metric, progress=main_proc, desc=f"generate {name}")
                 selfplay_metrics.update(selfplay.refine(name, tokenizer, batch, family_rollouts, shots, generator,
-                                                        executor, reward_set,
-                                                        lambda idx: reward_columns(batch, idx, cfg.data.metric)))
+                                                        executor, reward_set))
                 selfplay_metrics[f"pool/{name}/admitted_now"] = selfplay.admit(name, batch, family_rollouts, iteration)
                 for ro in family_rollouts:
                     ro.family = name
                 rollouts += family_rollouts
             # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
             # sees it, but it is how runs with different rewards are compared.
-            label_acc, _ = scorer.score([""] * len(rollouts), [r.program for r in rollouts],
-                                        reward_columns(batch, [r.row for r in rollouts], cfg.data.metric))
-            for ro, acc in zip(rollouts, label_acc):
-                ro.accuracy = acc
+            for ro in rollouts:
+                ro.accuracy = result_score(ro.result, batch[ro.row], cfg.data.metric)
             t_rollout = time.time() - t0
 
             # ---------------------------------------------------- 4. rewards -> weights
@@ -208,12 +204,14 @@ def main(argv: list[str] | None = None) -> int:
             evals_by_family = {}
             for name in selfplay.names:
                 eval_prompts, _ = selfplay.prompts(name, tokenizer, eval_batch, iteration, cfg.seed + 1)
-                evals_by_family[name] = collect(eval_batch, eval_prompts, generator, 1, executor, scorer,
-                                                metric=cfg.data.metric, progress=main_proc,
-                                                desc=f"evaluate {name}") if eval_batch else []
+                evals_by_family[name] = collect(eval_batch, eval_prompts, generator, 1, executor,
+                                                progress=main_proc, desc=f"evaluate {name}") if eval_batch else []
+                for ro in evals_by_family[name]:  # the task metric of each row, against its labels
+                    ro.accuracy = result_score(ro.result, eval_batch[ro.row], cfg.data.metric)
             evals = evals_by_family[selfplay.names[0]]
-            eval_hits = selfplay.eval_hits(eval_batch, {n: [r.result.answer for r in rs] for n, rs in evals_by_family.items()},
-                                           judge_fn=lambda prompt: judge_reply(generator, prompt))
+            eval_hits = family_hits(eval_batch, {n: [r.result.answer for r in rs] for n, rs in evals_by_family.items()},
+                                    cfg.data.metric, selfplay.cfg.aggregate,
+                                    judge_fn=lambda prompt: judge_reply(generator, prompt))
             generator.temperature = cfg.generation.temperature
             logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
                 if cfg.eval_counterfactuals else []
@@ -222,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             # ---------------------------------------------------- 7. log, checkpoint, stop
             all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids),
                                            r.family, r.accuracy) for r in rollouts])
-            all_evals = gather_object([(r.reward, r.result.status) for r in evals])
+            all_evals = gather_object([(r.accuracy, r.result.status) for r in evals])
             all_logical = gather_object(logical)
             all_hits = {k: gather_object(v) for k, v in eval_hits.items()}
             metrics = {"iteration": iteration}

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rewards.programs import program_from
-
-COLUMNS = ("question", "answer", "answers", "image", "id", "family", "spec", "scene", "metric")
+from rewards.combine import execute_and_score
 
 
 @dataclass
@@ -27,35 +25,18 @@ class Rollout:
     accuracy: float | None = None  # the task metric against the label: logged, never trained on
 
 
-def reward_columns(rows: list[dict], index: list[int], metric: str | None) -> dict:
-    """Dataset columns repeated per sample, as TRL hands them to reward functions."""
-    cols = {}
-    for name in COLUMNS:
-        if rows and name in rows[0]:
-            cols[name] = [rows[i][name] for i in index]
-    if "metric" not in cols and metric:
-        cols["metric"] = [metric] * len(index)
-    return cols
-
-
 def collect(rows: list[dict], prompts: list[str], generator, n: int, executor, reward_set=None,
             metric: str | None = None, progress: bool = False, desc: str = "generate") -> list[Rollout]:
+    """n programs per prompt, executed on their rows' images and scored (the one path,
+    `rewards.combine.execute_and_score`); reward_set None executes only (evaluation)."""
     samples = generator.generate(prompts, n=n, progress=progress, desc=desc)
     index = [s.prompt_index for s in samples]
     sample_prompts = [prompts[i] for i in index]
     completions = [s.text for s in samples]
-    programs = [program_from(p, c) for p, c in zip(sample_prompts, completions)]
-    results = executor.run(programs, [rows[i]["image"] for i in index], progress=progress)
-    rollouts = [
-        Rollout(i, p, c, prog, s.prompt_ids, s.completion_ids, s.finished, r)
-        for i, p, c, prog, s, r in zip(index, sample_prompts, completions, programs, samples, results)
-    ]
-    if reward_set is not None:
-        totals, parts = reward_set.score(sample_prompts, completions, reward_columns(rows, index, metric))
-        for k, ro in enumerate(rollouts):
-            ro.reward = totals[k]
-            ro.parts = {name: values[k] for name, values in parts.items()}
-    return rollouts
+    scored = execute_and_score([rows[i] for i in index], sample_prompts, completions, executor, reward_set,
+                               metric=metric, progress=progress)
+    return [Rollout(i, p, c, sc.program, s.prompt_ids, s.completion_ids, s.finished, sc.result, sc.parts, sc.reward)
+            for i, p, c, s, sc in zip(index, sample_prompts, completions, samples, scored)]
 
 
 ERROR_GROUPS = {"compile_error": "compile", "runtime_error": "runtime", "timeout": "timeout"}

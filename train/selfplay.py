@@ -3,7 +3,8 @@
 Each prompt family keeps its own pool. Programs that reach the label join their
 family's pool and become the in-context shots of the next iteration; compile and
 runtime errors get up to `max_refinements` self-refinement rounds. At evaluation the
-families' answers are combined by majority vote, an LLM judge, and the oracle bound.
+families' answers are combined by majority vote, an LLM judge, and the oracle bound
+(`train.evaluate.family_hits`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import random
 
 from envs.prompts import get_family
-from envs.selfplay import (FewShotPool, PoolEntry, aggregate, pools_from_json, pools_to_json,
-                           refine_batch, refine_stats, sample_shots)
+from rewards.combine import execute_and_score
+from envs.selfplay import (FewShotPool, PoolEntry, pools_from_json, pools_to_json, refine_batch, refine_stats,
+                           sample_shots)
 
 MODES = ("rwr_only", "pool_only", "pool_and_rwr")
 
@@ -57,7 +59,7 @@ class SelfPlay:
         family = self.families[name]
         return [family.render(tokenizer, row["question"], s) for row, s in zip(rows, shots)], shots
 
-    def refine(self, name, tokenizer, rows, rollouts, shots, generator, executor, reward_set, columns_fn) -> dict:
+    def refine(self, name, tokenizer, rows, rollouts, shots, generator, executor, reward_set) -> dict:
         """Self-refinement of errored rollouts; fixed ones take the corrected program and its reward."""
         if not self.cfg.max_refinements:
             return {}
@@ -74,13 +76,11 @@ class SelfPlay:
                                shots_per_question=[shots[r.row] for r in rollouts])
         fixed = [(ro, item) for ro, item in zip(rollouts, refined) if item.rounds]
         if fixed:
-            # Score the refined programs with the same rewards; completions are whole programs.
-            programs = [item.program for _, item in fixed]
-            index = [ro.row for ro, _ in fixed]
-            totals, parts = reward_set.score([""] * len(programs), programs, columns_fn(index))
-            for k, (ro, item) in enumerate(fixed):
-                ro.program, ro.result, ro.reward = item.program, item.result, totals[k]
-                ro.parts = {n: v[k] for n, v in parts.items()}
+            # Score the refined programs on the one path; completions are whole programs.
+            scored = execute_and_score([rows[ro.row] for ro, _ in fixed], [""] * len(fixed),
+                                       [item.program for _, item in fixed], executor, reward_set, metric=self.metric)
+            for (ro, item), sc in zip(fixed, scored):
+                ro.program, ro.result, ro.reward, ro.parts = item.program, sc.result, sc.reward, sc.parts
                 ro.refined = True
         return refine_stats(refined, prefix=f"refine/{name}/")
 
@@ -98,25 +98,6 @@ class SelfPlay:
                 question=row["question"], program=ro.program, answer=ro.result.answer, reward=float(score),
                 step=iteration, family=name, source_id=row.get("id")))
         return admitted
-
-    def eval_hits(self, rows: list[dict], answers_by_family: dict[str, list], judge_fn) -> dict[str, list[float]]:
-        """Per-question hits of each family and of each aggregator over the families (Table 4)."""
-        from rewards.metrics import get_metric
-
-        score = get_metric(self.metric)
-
-        def hit(answer, row):
-            return float(answer is not None and score(answer, row["answer"]))
-
-        out = {f"family/{name}": [hit(a, row) for a, row in zip(answers, rows)]
-               for name, answers in answers_by_family.items()}
-        if len(answers_by_family) > 1:
-            for method in self.cfg.aggregate:
-                out[f"aggregate/{method}"] = [
-                    hit(aggregate(method, row["question"], [answers_by_family[n][i] for n in self.names],
-                                  ask_fn=judge_fn, gold=row["answer"], metric=self.metric), row)
-                    for i, row in enumerate(rows)]
-        return out
 
     def training_completion(self, ro, name: str, tokenizer) -> list[int] | None:
         """Completion ids that teach the original prompt the refined program (None: unusable)."""

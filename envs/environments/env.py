@@ -20,7 +20,7 @@ from typing import Any, Callable
 import gymnasium as gym
 from gymnasium import spaces
 
-from envs.environments.scoring import Outcome, reward_specs, score_rows
+from envs.environments.scoring import Outcome, score_rows
 from envs.environments.spaces import PrintableText
 from envs.prompts import DEFAULT_FAMILY, get_family, render_refinement
 
@@ -56,7 +56,9 @@ class VisualProgramEnv(gym.Env):
     solved_by, solve_threshold: a turn solves the question when that reward part reaches
         the threshold; with solved_by=None (or correctness not configured), the total.
     order: "random" (rows drawn with the env's seeded generator) or "sequential".
-    executor_kwargs: settings of the process-wide executor (`envs.execution.shared_executor`).
+    executor: the `envs.execution.Executor` programs and rewards run on (e.g. one whose
+        backend is a tool host's spec); default: the process-wide executor.
+    executor_kwargs: settings of that process-wide executor (`envs.execution.shared_executor`).
 
     reset(options={"index": i}) picks row i; options={"shots": [(question, body), ...]}
     replaces the in-context shots from that episode on (the growing few-shot pool).
@@ -69,9 +71,9 @@ class VisualProgramEnv(gym.Env):
                  metric: str | None = None, max_turns: int = 1, shots=None, tokenizer=None,
                  feedback: Callable[[dict, Outcome], str | None] | None = None,
                  solved_by: str | None = "correctness", solve_threshold: float = 1.0,
-                 order: str = "random", executor_kwargs: dict | None = None,
+                 order: str = "random", executor=None, executor_kwargs: dict | None = None,
                  render_mode: str | None = None):
-        import rewards as reward_registry
+        from rewards.combine import RewardSet, reward_specs
 
         if len(dataset) == 0:
             raise ValueError("the dataset is empty; an environment needs at least one question")
@@ -92,7 +94,7 @@ class VisualProgramEnv(gym.Env):
             raise ValueError(f"prompt family {prompt!r} uses a chat template: pass tokenizer=")
         self.specs = reward_specs(rewards)
         # Unknown reward names fail here, at construction, with the list of known ones.
-        self.reward_set = reward_registry.RewardSet(self.specs)
+        self.reward_set = RewardSet(self.specs)
         if "correctness" in self.reward_set.names and not columns & {"answer", "answers"}:
             raise ValueError("the correctness reward needs an answer or answers column; "
                              "this dataset has neither (an unlabelled split?)")
@@ -105,7 +107,9 @@ class VisualProgramEnv(gym.Env):
             solved_by = None
         self.solved_by = solved_by
         self.solve_threshold, self.order = float(solve_threshold), order
-        self.executor_kwargs = dict(executor_kwargs or {})
+        if executor is not None and executor_kwargs:
+            raise ValueError("pass executor= or executor_kwargs=, not both")
+        self._executor, self.executor_kwargs = executor, dict(executor_kwargs or {})
         self.render_mode = render_mode
 
         self.observation_space = spaces.Dict({
@@ -149,10 +153,11 @@ class VisualProgramEnv(gym.Env):
 
     @property
     def executor(self):
+        if self._executor is not None:
+            return self._executor
         from envs.execution import shared_executor
 
-        # The rewards read the process-wide executor, so the env executes there too and
-        # they find its results in the cache.
+        # Rewards get this executor handed in (`execute_and_score`), so they read its cache.
         return shared_executor(**self.executor_kwargs)
 
     # -------------------------------------------------------------------- batched

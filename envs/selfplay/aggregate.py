@@ -19,24 +19,9 @@ import re
 from collections import Counter
 from typing import Callable, Sequence
 
+from rewards.metrics import answer_key
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def answer_key(answer) -> str | None:
-    """The form answers are compared in: VQA normalisation, numbers by value.
-
-    "Two", "2" and "2.0" are one vote; "True" and "yes" too (ViperGPT's post-processing).
-    """
-    if answer is None:
-        return None
-    from rewards.metrics import normalize_vqa_answer, viper_postprocess
-
-    text = normalize_vqa_answer(viper_postprocess(str(answer))).strip()
-    try:
-        value = float(text.replace(",", ""))
-    except ValueError:
-        return text or None
-    return repr(int(value)) if value.is_integer() else repr(value)
 
 
 def _groups(answers: Sequence, key: Callable) -> tuple[list, Counter]:
@@ -52,17 +37,27 @@ def _groups(answers: Sequence, key: Callable) -> tuple[list, Counter]:
     return [(k, firsts[k]) for k in firsts], votes
 
 
-def majority(answers: Sequence, key: Callable = answer_key):
-    """The answer most pools gave; ties go to the earliest pool's answer, None if none answered.
+def majority_index(answers: Sequence, key: Callable = answer_key) -> int | None:
+    """Index of the first answer in the largest group of equal answers (`answer_key`:
+    "Two", "2" and "2.0" are one vote); None when nobody answered.
 
-    Ties are broken by order so a caller listing its pools best-first falls back to the
-    best single pool, the baseline the paper measures aggregation against.
+    Ties go to the group answered first, so a caller listing its pools (or programs)
+    best-first falls back to the best single one, the baseline the paper measures
+    aggregation against. A crashed program's None does not vote.
     """
-    distinct, votes = _groups(answers, key)
-    if not distinct:
+    keys = [key(a) for a in answers]
+    votes = Counter(k for k in keys if k is not None)
+    if not votes:
         return None
     best = max(votes.values())
-    return next(answer for k, answer in distinct if votes[k] == best)
+    return next(i for i, k in enumerate(keys) if k is not None and votes[k] == best)
+
+
+def majority(answers: Sequence, key: Callable = answer_key):
+    """The answer most pools gave (its first spelling); ties go to the earliest pool's
+    answer, None if none answered."""
+    index = majority_index(answers, key)
+    return None if index is None else answers[index]
 
 
 def judge_prompt(question: str, options: Sequence[str]) -> str:

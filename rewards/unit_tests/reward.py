@@ -36,13 +36,17 @@ def builder_for(suite_kwargs: dict, run_dir=None) -> SuiteBuilder:
     return _BUILDERS[key]
 
 
-def viunit(prompts, completions, question=None, spec=None, run_dir=None, theta=THETA, eps_runtime=0.1,
-           eps_compile=0.1, aggregator="mean", **kwargs):
+def viunit(prompts, completions, question=None, spec=None, run_dir=None, executor=None, theta=THETA,
+           eps_runtime=0.1, eps_compile=0.1, aggregator="mean", **kwargs):
     """Visual unit-test reward. Options (reward kwargs): the SuiteConfig fields
     (generator, k, candidates, strategy, criterion, synthesis, ...) and theta,
-    eps_runtime, eps_compile, aggregator. Other keyword arguments are dataset columns."""
-    from envs.execution import shared_executor
+    eps_runtime, eps_compile, aggregator. Other keyword arguments are dataset columns.
+    `executor` is the caller's (the reward context); TRL hands none, so the
+    process-wide one is used."""
+    if executor is None:
+        from envs.execution import shared_executor
 
+        executor = shared_executor()
     if question is None:
         return [None] * len(completions)
     suite_kwargs = {k: v for k, v in kwargs.items() if k in {f.name for f in fields(SuiteConfig)}}
@@ -50,7 +54,7 @@ def viunit(prompts, completions, question=None, spec=None, run_dir=None, theta=T
     rows = [{"question": q, "spec": spec[i] if spec is not None else None} for i, q in enumerate(question)]
     suites = builder.build(rows)
     programs = [program_from(p, c) for p, c in zip(prompts, completions)]
-    results = run_on_suites(shared_executor(), programs, suites)
+    results = run_on_suites(executor, programs, suites)
     scores = [suite_score(r, s, eps_runtime, eps_compile, aggregator) for r, s in zip(results, suites)]
     viunit.last = {"programs": programs, "suites": suites, "results": results, "scores": scores}
     return [viunit_reward(s, theta) if len(suite) else None for s, suite in zip(scores, suites)]

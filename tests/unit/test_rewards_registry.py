@@ -3,8 +3,7 @@
 import pytest
 
 import rewards
-from rewards.combine import RewardFailure, RewardSet
-from train.config import RewardSpec
+from rewards.combine import RewardFailure, RewardSet, RewardSpec, execute_and_score
 
 
 def test_builtins_are_registered_and_unknown_names_list_the_known_ones():
@@ -71,3 +70,43 @@ def test_wrong_length_counts_as_failure():
     rs = RewardSet([RewardSpec("test_short")], failure_limit=1)
     with pytest.raises(RewardFailure, match="returned 1 values for 2"):
         rs.score(["p", "q"], ["a", "b"], {})
+
+
+def test_an_option_or_context_entry_wins_over_a_same_named_column():
+    seen = {}
+
+    def echo(prompts, completions, scale=1, run_dir=None, **kw):
+        seen.update(scale=scale, run_dir=run_dir)
+        return [1.0] * len(completions)
+
+    rewards.register("test_echo", echo)
+    rs = RewardSet([RewardSpec("test_echo", 1.0, {"scale": 3})], context={"run_dir": "runs/x"})
+    rs.score(["p"], ["c"], {"scale": [9], "run_dir": ["column"]})
+    assert seen == {"scale": 3, "run_dir": "runs/x"}
+
+
+def test_rewards_run_on_the_executor_handed_in():
+    """Regression (issue 12): rewards got the trainer's execution settings only through the
+    process-wide shared_executor(). The executor now reaches them through the context."""
+    from PIL import Image
+
+    from envs.execution import Executor, shared
+
+    class Counting:  # the real executor, counting the batches it is asked to run
+        def __init__(self, executor):
+            self.executor, self.calls = executor, 0
+
+        def run(self, *args, **kwargs):
+            self.calls += 1
+            return self.executor.run(*args, **kwargs)
+
+    before = shared._executor
+    rows = [{"image": Image.new("RGB", (32, 32)), "answer": "yes"}, {"image": Image.new("RGB", (32, 32)), "answer": "no"}]
+    with Executor(workers=1) as ex:
+        spy = Counting(ex)
+        out = execute_and_score(rows, ["", ""], ["def execute_command(image):\n    return 'yes'\n"] * 2, spy,
+                                RewardSet(["correctness", "executes"]), metric="gqa_accuracy")
+    assert spy.calls == 3  # the batch once, then once per reward (a cache read)
+    assert [o.parts for o in out] == [{"correctness": 1.0, "executes": 1.0}, {"correctness": 0.0, "executes": 1.0}]
+    assert [o.reward for o in out] == [2.0, 1.0] and out[0].result.answer == "yes"
+    assert shared._executor is before  # no process-wide executor was made or used

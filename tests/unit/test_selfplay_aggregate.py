@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envs.selfplay import aggregate, judge, majority, oracle, parse_choice
-from envs.selfplay.aggregate import answer_key, judge_prompt
+from envs.selfplay.aggregate import judge_prompt
+from rewards.metrics import answer_key
 
 
 def test_majority_votes_after_normalisation():

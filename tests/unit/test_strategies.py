@@ -100,12 +100,43 @@ def test_eval_accuracy_reads_the_metric_reference_column(ex):
     """vqa_soft_accuracy scores against the `answers` list, as the correctness reward does
     (gqa_accuracy on `answer` would give 1.0 here)."""
     from rewards.metrics import vqa_soft_accuracy
-    from train.eval_cli import metrics
+    from train.evaluate import evaluate_choices
     from train.strategies import Choice
 
     answers = ["yes"] * 2 + ["no"] * 8
     rows = [{"question": "q", "answer": "yes", "answers": answers, "image": RED_CIRCLE,
              "metric": "vqa_soft_accuracy"}]
     (result,) = ex.run([ALWAYS_YES], [RED_CIRCLE])
-    out = metrics([Choice(0, ALWAYS_YES, result)], rows, ex, "gqa_accuracy", counterfactuals=0)
+    out = evaluate_choices([Choice(0, ALWAYS_YES, result)], rows, ex, "gqa_accuracy", counterfactuals=0)
     assert out["accuracy"] == pytest.approx(vqa_soft_accuracy("yes", answers)) and out["accuracy"] < 1.0
+
+
+def test_majority_agrees_with_the_self_play_vote(ex):
+    """Regression (issue 12): for answers ['3', 'two', '2'] self-play's majority said 'two'
+    and `vprl eval --strategy majority` said '3' (it only lowercased). One answer key now."""
+    from envs.selfplay import majority
+
+    answers = ["3", "two", "2"]
+    progs = [[f"def execute_command(image):\n    return {a!r}\n" for a in answers]]
+    c = choose("majority", ROWS, progs, ex)[0]
+    assert c.result.answer == majority(answers) == "two" and c.program == progs[0][1]
+
+
+def test_strategies_register_in_one_place(ex):
+    from train.strategies import answer_strategies, get_strategy, register_strategy
+
+    assert {"base", "majority", "viunit", "refusal", "reprompt", "error_reprompt"} <= set(answer_strategies())
+    assert get_strategy("reprompt").needs == ("suites", "reprompt")
+
+    def last(inputs):  # a new strategy: the last program, with its result on the row's image
+        return [type(c)(c.row, ps[-1], rs[-1]) for c, ps, rs in
+                zip(get_strategy("base")(inputs), inputs.programs, inputs.own)]
+
+    register_strategy("test_last", last, help="the last program")
+    c = choose("test_last", ROWS, [[CRASH, RIGHT]], ex)[0]
+    assert c.program == RIGHT and c.result.answer == "yes"
+    with pytest.raises(ValueError, match="already registered"):
+        register_strategy("test_last", lambda inputs: [])
+    with pytest.raises(ValueError, match="needs the policy sampler"):
+        register_strategy("test_policy", last, needs=("policy",))
+        choose("test_policy", ROWS, [[RIGHT]], ex)

@@ -1,28 +1,16 @@
 """The uses of a suite at inference (ViUniT §3.4): best-program selection, answer
-refusal, and re-prompting with unit-test (or error) feedback."""
+refusal, and re-prompting with unit-test (or error) feedback. Votes (the `vote` tie
+break) count answers in `rewards.metrics.answer_key` form, as every vote does."""
 
 from __future__ import annotations
 
 import random
-from collections import Counter
 
+from envs.selfplay.aggregate import majority_index
 from rewards.unit_tests.prompts import REPROMPT_INSTRUCTIONS, test_cases_text
 from rewards.unit_tests.scoring import THETA
 
 TIE_BREAKS = ("random", "vote")
-
-
-def _norm(answer) -> str | None:
-    return None if answer is None else " ".join(str(answer).lower().strip().rstrip(".").split())
-
-
-def majority_index(answers: list) -> int | None:
-    """The first program giving the most common answer among programs that answered."""
-    counts = Counter(a for a in map(_norm, answers) if a)
-    if not counts:
-        return None
-    top = max(counts.values())
-    return next(i for i, a in enumerate(map(_norm, answers)) if a and counts[a] == top)
 
 
 def select_best(scores: list[float], answers: list | None = None, tie_break: str = "random",

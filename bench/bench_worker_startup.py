@@ -1,0 +1,85 @@
+"""How long a sandbox worker takes to start, and what it imports on the way.
+
+A worker is `python -s -m envs.execution.worker`; Python imports the `envs` package
+first, so whatever `envs/__init__.py` pulls in every worker pays for (issue 12: the
+Gymnasium registration dragged in gymnasium, the environments, `rewards` and
+`policies`). Two figures per source tree, measured side by side (trees alternate
+within each repetition, so background load hits both alike):
+
+- import: a fresh interpreter importing `envs.execution.worker` (what `-m` does
+  before the worker's own code runs), with the heavy packages it loaded;
+- first result: `Executor(workers=1)` started and one program run to its answer
+  (import, warm-up, lockdown, one request), the start-up a trainer waits for.
+
+    python bench/bench_worker_startup.py                       # this checkout
+    python bench/bench_worker_startup.py --trees OLD_TREE .    # before vs after
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("gymnasium", "rewards", "policies", "torch", "transformers", "datasets", "envs.environments")
+
+IMPORT = """
+import sys, time
+t = time.perf_counter()
+import envs.execution.worker
+elapsed = time.perf_counter() - t
+heavy = sorted({m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + ".")} & set(HEAVY))
+print(json.dumps({"seconds": elapsed, "heavy": heavy}))
+"""
+
+FIRST_RESULT = """
+import time
+t = time.perf_counter()
+from envs.execution import Executor
+with Executor(workers=1) as ex:
+    (r,) = ex.run(["def execute_command(image):\\n    return 'ok'\\n"], [np.zeros((8, 8, 3), np.uint8)])
+assert r.status == "ok", r
+print(json.dumps({"seconds": time.perf_counter() - t}))
+"""
+
+
+def run(tree: Path, code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    prelude = f"import json\nimport numpy as np\nHEAVY = {HEAVY!r}\n"
+    out = subprocess.run([sys.executable, "-s", "-c", prelude + code], cwd=tree, env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trees", nargs="+", type=Path, default=[ROOT], help="source trees to compare (this one)")
+    p.add_argument("--repeats", type=int, default=7)
+    args = p.parse_args()
+    trees = [t.resolve() for t in args.trees]
+    imports = {t: [] for t in trees}
+    firsts = {t: [] for t in trees}
+    heavy = {}
+    for _ in range(args.repeats):
+        for t in trees:
+            r = run(t, IMPORT)
+            imports[t].append(r["seconds"])
+            heavy[t] = r["heavy"]
+            firsts[t].append(run(t, FIRST_RESULT)["seconds"])
+    print(f"{'tree':40s} {'import (s)':>11s} {'first result (s)':>17s}  heavy packages imported")
+    for t in trees:
+        print(f"{str(t)[-40:]:40s} {statistics.median(imports[t]):11.3f} {statistics.median(firsts[t]):17.3f}  "
+              f"{', '.join(heavy[t]) or 'none'}")
+    if len(trees) == 2:
+        a, b = trees
+        print(f"ratio {a.name} / {b.name} (medians of {args.repeats}): import "
+              f"{statistics.median(imports[a]) / statistics.median(imports[b]):.2f}x, first result "
+              f"{statistics.median(firsts[a]) / statistics.median(firsts[b]):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
