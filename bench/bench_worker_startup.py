@@ -6,8 +6,9 @@ Gymnasium registration dragged in gymnasium, the environments, `rewards` and
 `policies`). Two figures per source tree, measured side by side (trees alternate
 within each repetition, so background load hits both alike):
 
-- import: a fresh interpreter importing `envs.execution.worker` (what `-m` does
-  before the worker's own code runs), with the heavy packages it loaded;
+- import: `python -s -m envs.execution.worker` with no config on stdin, so it exits
+  as soon as its imports are done and it reads an empty frame (the process a pool
+  starts, up to the worker's own code), with the heavy packages it loaded;
 - first result: `Executor(workers=1)` started and one program run to its answer
   (import, warm-up, lockdown, one request), the start-up a trainer waits for.
 
@@ -22,19 +23,11 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("gymnasium", "rewards", "policies", "torch", "transformers", "datasets", "envs.environments")
-
-IMPORT = """
-import sys, time
-t = time.perf_counter()
-import envs.execution.worker
-elapsed = time.perf_counter() - t
-heavy = sorted({m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + ".")} & set(HEAVY))
-print(json.dumps({"seconds": elapsed, "heavy": heavy}))
-"""
 
 FIRST_RESULT = """
 import time
@@ -47,12 +40,29 @@ print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
 
+def _env(tree: Path) -> dict:
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
 def run(tree: Path, code: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    prelude = f"import json\nimport numpy as np\nHEAVY = {HEAVY!r}\n"
-    out = subprocess.run([sys.executable, "-s", "-c", prelude + code], cwd=tree, env=env,
+    prelude = "import json\nimport numpy as np\n"
+    out = subprocess.run([sys.executable, "-s", "-c", prelude + code], cwd=tree, env=_env(tree),
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def worker_import(tree: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-s", "-m", "envs.execution.worker"], cwd=tree, env=_env(tree),
+                   stdin=subprocess.DEVNULL, capture_output=True)
+    return time.perf_counter() - t
+
+
+def heavy_imports(tree: Path) -> list[str]:
+    out = subprocess.run([sys.executable, "-s", "-X", "importtime", "-m", "envs.execution.worker"], cwd=tree,
+                         env=_env(tree), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    names = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names))
 
 
 def main() -> None:
@@ -63,12 +73,10 @@ def main() -> None:
     trees = [t.resolve() for t in args.trees]
     imports = {t: [] for t in trees}
     firsts = {t: [] for t in trees}
-    heavy = {}
+    heavy = {t: heavy_imports(t) for t in trees}
     for _ in range(args.repeats):
         for t in trees:
-            r = run(t, IMPORT)
-            imports[t].append(r["seconds"])
-            heavy[t] = r["heavy"]
+            imports[t].append(worker_import(t))
             firsts[t].append(run(t, FIRST_RESULT)["seconds"])
     print(f"{'tree':40s} {'import (s)':>11s} {'first result (s)':>17s}  heavy packages imported")
     for t in trees:

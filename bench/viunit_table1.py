@@ -28,7 +28,7 @@ from envs.data.spec import answer_spec, well_defined  # noqa: E402
 from envs.execution import shared_executor  # noqa: E402
 from rewards.metrics import gqa_accuracy  # noqa: E402
 from rewards.unit_tests.scoring import same_answer  # noqa: E402
-from rewards.unit_tests.shapes_layout import parse_caption  # noqa: E402
+from envs.data.layout import parse_caption  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
 from train.evaluate import evaluate_choices  # noqa: E402

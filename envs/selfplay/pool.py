@@ -71,7 +71,7 @@ class FewShotPool:
     threshold: an entry is admitted when its reward is at least this (the task metric at
         1.0 by default, i.e. only exactly solved examples).
     embed: `fn(list[str]) -> np.ndarray` of L2-normalised rows
-        (`envs.selfplay.embed.default_embedder()`); used for least_diverse eviction, the
+        (`policies.embed.default_embedder()`); used for least_diverse eviction, the
         diversity statistic and the similar/diverse shot strategies.
     """
 
@@ -83,7 +83,7 @@ class FewShotPool:
             raise ValueError(f"unknown eviction {eviction!r}; choose one of {', '.join(EVICTIONS)}")
         if eviction == "least_diverse" and embed is None:
             raise ValueError("eviction='least_diverse' needs embed= "
-                             "(e.g. envs.selfplay.embed.default_embedder())")
+                             "(e.g. policies.embed.default_embedder())")
         self.capacity, self.eviction, self.threshold = int(capacity), eviction, float(threshold)
         self.embed = embed
         self.entries: list[PoolEntry] = []   # admission order: index 0 is the oldest admitted

@@ -113,7 +113,7 @@ def sample_shots(pool: FewShotPool | Sequence[PoolEntry], question: str, k: int,
         embed = embed if embed is not None else getattr(pool, "embed", None)
         if embed is None:
             raise ValueError(f"shot strategy {strategy!r} needs embed= "
-                             "(e.g. envs.selfplay.embed.default_embedder())")
+                             "(e.g. policies.embed.default_embedder())")
         vectors = _vectors(pool, entries, embed)
         query = _unit(embed([question]))[0]
         sims = vectors @ query

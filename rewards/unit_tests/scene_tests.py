@@ -17,7 +17,7 @@ from envs.data.counterfactual import spec_descs
 from envs.data.scene import Obj, Scene, as_random
 from envs.data.spec import answer_spec, matches, well_defined
 from envs.data.vocab import ATTRIBUTES
-from rewards.unit_tests.shapes_layout import caption_scene, cell_center
+from envs.data.layout import caption_scene, cell_center
 from rewards.unit_tests.types import UnitTest
 
 __all__ = ["scene_candidates", "related_scene"]

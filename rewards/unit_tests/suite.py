@@ -134,7 +134,7 @@ class SuiteBuilder:
 
     def embed(self, texts):
         if self._embed is None:
-            from envs.selfplay.embed import default_embedder
+            from policies.embed import default_embedder
 
             self._embed = default_embedder()
         return self._embed(texts)
@@ -154,7 +154,7 @@ class SuiteBuilder:
 
     def _layout_llm(self):
         from rewards.unit_tests.llm_generator import TextSampler
-        from rewards.unit_tests.shapes_layout import LLMLayout
+        from envs.data.layout import LLMLayout
 
         # D.4.1's layout sampling: temperature 1.0, top_p 0.9, 5 candidates; a layout is
         # one JSON line, so a newline ends it.
@@ -254,7 +254,7 @@ class LayoutSynthesizer:
     def __call__(self, tests: list[UnitTest], seed: int = 0) -> list[Image.Image | None]:
         from envs.data.render import render
         from envs.data.scene import Scene
-        from rewards.unit_tests.shapes_layout import parse_caption
+        from envs.data.layout import parse_caption
 
         scenes = [Scene.from_json(t.scene) if t.scene else parse_caption(t.caption, seed=seed) for t in tests]
         missing = [i for i, s in enumerate(scenes) if s is None]

@@ -10,7 +10,7 @@ from envs.data.questions import sample_question
 from envs.data.scene import Scene, fits, sample_scene
 from envs.data.spec import FAMILIES, answer_spec
 from rewards.unit_tests.scene_tests import scene_candidates
-from rewards.unit_tests.shapes_layout import cell_of, on_grid, parse_caption
+from envs.data.layout import cell_of, on_grid, parse_caption
 from rewards.unit_tests.types import UnitTest
 
 

@@ -1,4 +1,4 @@
-"""Captions <-> layouts for the shapes world (rewards.unit_tests.shapes_layout)."""
+"""Captions <-> layouts for the shapes world (envs.data.layout)."""
 import json
 import random
 
@@ -7,7 +7,7 @@ import pytest
 from envs.data.scene import Obj, Scene, fits, sample_scene
 from envs.data.spec import REL_MARGIN, relation
 from envs.data.vocab import COLORS, SHAPES, SIZES
-from rewards.unit_tests.shapes_layout import (
+from envs.data.layout import (
     LAYOUT_PROMPT, LLMLayout, caption_scene, caption_to_scene, captions_to_scenes, cell_center,
     cell_of, layout_prompt, on_grid, parse_caption, parse_layout_json)
 

@@ -17,22 +17,22 @@ of a scene graph, so M only has to turn a caption into a ``Scene``:
 
 This module only re-exports the public names; the code lives in
 
-* ``shapes_grid``: the 3x3 grid (``ROWS``, ``COLS``, ``CELL_PHRASES``, ``cell_center``,
+* ``grid``: the 3x3 grid (``ROWS``, ``COLS``, ``CELL_PHRASES``, ``cell_center``,
   ``cell_of``, ``on_grid``) and ``caption_scene``;
-* ``shapes_lexicon``: the parser's closed vocabulary and tokenizer;
-* ``shapes_parser``: the rule parser and ``parse_caption``;
-* ``shapes_placement``: choosing attributes and grid cells for a parsed caption;
-* ``shapes_llm_layout``: ``LAYOUT_PROMPT``, ``layout_prompt``, ``parse_layout_json``,
+* ``lexicon``: the parser's closed vocabulary and tokenizer;
+* ``parser``: the rule parser and ``parse_caption``;
+* ``placement``: choosing attributes and grid cells for a parsed caption;
+* ``llm``: ``LAYOUT_PROMPT``, ``layout_prompt``, ``parse_layout_json``,
   ``LLMLayout``, ``captions_to_scenes`` and ``caption_to_scene``.
 """
 from __future__ import annotations
 
-from rewards.unit_tests.shapes_grid import (
+from envs.data.layout.grid import (
     CELL_PHRASES, COLS, ROWS, caption_scene, cell_center, cell_of, on_grid)
-from rewards.unit_tests.shapes_llm_layout import (
+from envs.data.layout.llm import (
     LAYOUT_PROMPT, LLMLayout, caption_to_scene, captions_to_scenes, layout_prompt,
     parse_layout_json)
-from rewards.unit_tests.shapes_parser import parse_caption
+from envs.data.layout.parser import parse_caption
 
 __all__ = ["ROWS", "COLS", "CELL_PHRASES", "cell_center", "cell_of", "on_grid", "caption_scene",
            "parse_caption", "LAYOUT_PROMPT", "layout_prompt", "parse_layout_json", "LLMLayout",

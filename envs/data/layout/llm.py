@@ -16,8 +16,8 @@ from typing import Callable
 
 from envs.data.scene import EDGE, Obj, Scene, fits
 from envs.data.vocab import half_extent
-from rewards.unit_tests.shapes_lexicon import COLOR_WORDS, SHAPE_WORDS, SIZE_WORDS
-from rewards.unit_tests.shapes_parser import parse_caption
+from envs.data.layout.lexicon import COLOR_WORDS, SHAPE_WORDS, SIZE_WORDS
+from envs.data.layout.parser import parse_caption
 
 
 # ----------------------------------------------------------------------- LLM layout

