@@ -1,11 +1,11 @@
 """Reward functions with TRL's signature, and the registry configs name them by."""
 
-from rewards.registry import available, get, register
+from rewards.registry import Reward, available, get, register
 from rewards import builtin  # noqa: F401  (registers the built-ins)
 from rewards.combine import RewardFailure, RewardSet
 
 # Imported on first use: suites pull in the renderer, the embedder and an LLM.
-register("viunit", "rewards.unit_tests.reward:viunit")
+register("viunit", "rewards.unit_tests.reward:ViUnitReward")
 # Label-free: reads the question and the image only.
 register("proptest", "rewards.property_tests.reward:proptest")
 # VLAgent (label-free): SS-parser validity, caption agreement, ensemble localisation IoU.
@@ -13,4 +13,4 @@ register("parse", "rewards.vlagent.reward:parse")
 register("caption_agreement", "rewards.vlagent.reward:caption_agreement")
 register("ensemble_iou", "rewards.vlagent.reward:ensemble_iou")
 
-__all__ = ["available", "get", "register", "RewardSet", "RewardFailure"]
+__all__ = ["Reward", "available", "get", "register", "RewardSet", "RewardFailure"]

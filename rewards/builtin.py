@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from rewards.programs import program_from
+from policies.programs import program_from
 from rewards.registry import register
 
 

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from rewards.programs import program_from
+from policies.programs import program_from
 from rewards.registry import get
 
 log = logging.getLogger(__name__)

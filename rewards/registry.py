@@ -3,19 +3,56 @@
 A reward has TRL's signature, `fn(prompts, completions, **columns) -> list[float | None]`,
 so the same callable plugs into `trl.GRPOTrainer(reward_funcs=...)`. Configs name a
 reward by its registered name or by a dotted path `package.module:function`.
+
+A reward that keeps state (suite builders, counters, the batches for its W&B table)
+is a `Reward` subclass, registered as the class: `get` returns a fresh instance, so
+every RewardSet (and every TRL user) holds its own state and no caller overwrites
+another's. Its optional hooks are the `Reward` methods below; a plain function may
+carry none of them.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Callable
 
 RewardFn = Callable[..., list]
-_REGISTRY: dict[str, RewardFn | str] = {}
+_REGISTRY: dict[str, RewardFn | type | str] = {}
 
 
-def register(name: str, fn: RewardFn | str | None = None):
-    """Register `fn` (a callable or "pkg.mod:fn") under `name`; usable as a decorator."""
+class Reward:
+    """A reward with state: call it like a reward function; override the hooks it needs.
+
+    - `check_kwargs(kwargs)`: vet the config's options at start-up (raise ValueError);
+    - `metrics() -> dict`: counters, logged as `rewards/<name>/<key>` every iteration;
+    - `table_rows() -> list[dict]`: rows of the batches scored since the last call (the
+      batch the trainer just trained on), logged as a W&B table (PIL images become images);
+    - `uses_labels`: False for a label-free reward (it never reads answer/answers/spec).
+    """
+
+    name = "reward"       # what TRL logs it as (`__name__`)
+    uses_labels = True
+
+    def __init__(self):
+        self.__name__ = self.name
+
+    def __call__(self, prompts, completions, **columns) -> list:
+        raise NotImplementedError
+
+    def check_kwargs(self, kwargs: dict) -> None:
+        pass
+
+    def metrics(self) -> dict:
+        return {}
+
+    def table_rows(self) -> list[dict]:
+        return []
+
+
+def register(name: str, fn: RewardFn | type | str | None = None):
+    """Register `fn` (a callable, a `Reward` class, or "pkg.mod:fn") under `name`;
+    usable as a decorator."""
 
     def _add(f):
         if name in _REGISTRY and _REGISTRY[name] is not f:
@@ -40,17 +77,20 @@ def _import_dotted(path: str) -> RewardFn:
 
 
 def get(name: str) -> RewardFn:
+    """The reward called `name` (or at a dotted path); a class is instantiated, so each
+    caller gets its own state."""
     entry = _REGISTRY.get(name)
     if entry is None:
         if ":" in name or "." in name:
-            return _import_dotted(name)
-        raise KeyError(
-            f"unknown reward {name!r}; known: {', '.join(available())} "
-            "(or give a dotted path 'package.module:function')"
-        )
-    if isinstance(entry, str):
+            entry = _import_dotted(name)
+        else:
+            raise KeyError(
+                f"unknown reward {name!r}; known: {', '.join(available())} "
+                "(or give a dotted path 'package.module:function')"
+            )
+    elif isinstance(entry, str):
         entry = _REGISTRY[name] = _import_dotted(entry)
-    return entry
+    return entry() if inspect.isclass(entry) else entry
 
 
 def available() -> list[str]:

@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 import yaml
 
 from rewards.combine import RewardSpec  # the one reward spec: configs, the env and RewardSet share it
+from rewards.unit_tests.scoring import THETA  # the one θ default (ViUniT's passing threshold)
 
 
 class ConfigError(ValueError):
@@ -147,7 +148,7 @@ class OptimConfig:
 @dataclass
 class WeightingConfig:
     transform: Literal["identity", "threshold"] = "identity"  # threshold: ViUniT Eq. 10, 1 if S >= theta else S
-    threshold: float = 0.8  # theta of the threshold transform
+    threshold: float = THETA  # theta of the threshold transform
     clip_negative: bool = True  # negative rewards train with weight 0
 
 

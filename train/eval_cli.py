@@ -101,7 +101,7 @@ class ProgramSampler:
 
     def sample(self, prompts: list[str], n: int, desc: str = "programs") -> list[list[str]]:
         """n programs per prompt (each prompt ends inside `execute_command`, as the family's do)."""
-        from rewards.programs import program_from
+        from policies.programs import program_from
 
         out: list[list[str]] = [[] for _ in prompts]
         for s in self.generator.generate(prompts, n=n, progress=True, desc=desc):

@@ -15,15 +15,16 @@ import torch
 from tqdm.auto import tqdm
 
 from policies.kv import cache_of, forward, shared_prefix_length
+from rewards.unit_tests.scoring import THETA, viunit_reward
 
 
-def reward_to_weight(reward: float | None, transform: str = "identity", threshold: float = 0.8,
+def reward_to_weight(reward: float | None, transform: str = "identity", threshold: float = THETA,
                      clip_negative: bool = True) -> float:
     """Map a scalar reward to a loss weight; `threshold` is ViUniT Eq. 10."""
     if reward is None or (isinstance(reward, float) and math.isnan(reward)):
         return 0.0
     if transform == "threshold":
-        reward = 1.0 if reward >= threshold else reward
+        reward = viunit_reward(reward, threshold)
     elif transform != "identity":
         raise ValueError(f"unknown weighting.transform {transform!r}; use identity or threshold")
     return max(reward, 0.0) if clip_negative else reward

@@ -7,8 +7,9 @@ a ceiling for what a policy can reach on the synthetic set.
 from __future__ import annotations
 
 from envs.data.questions import phrase
+from policies.programs import HEADER
 
-_HEADER = "def execute_command(image):\n    image_patch = ImagePatch(image)\n"
+_HEADER = HEADER + "    image_patch = ImagePatch(image)\n"
 
 _REL = {"left": "{a}.horizontal_center < {b}.horizontal_center",
         "right": "{a}.horizontal_center > {b}.horizontal_center",

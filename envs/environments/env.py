@@ -22,7 +22,7 @@ from gymnasium import spaces
 
 from envs.environments.scoring import Outcome, score_rows
 from envs.environments.spaces import PrintableText
-from envs.prompts import DEFAULT_FAMILY, get_family, render_refinement
+from envs.prompts import DEFAULT_FAMILY, error_text, get_family, render_refinement
 
 MAX_PROMPT_CHARS = 1 << 17
 MAX_PROGRAM_CHARS = 1 << 14
@@ -36,7 +36,7 @@ def default_feedback(row: dict, outcome: Outcome) -> str:
     """
     result = outcome.result
     if result.status != "ok":
-        return result.error or f"Error: the program stopped with status {result.status}"
+        return error_text(result)
     if result.answer is None:
         return "Error: the program returned nothing; return the answer as a string"
     return f"Result: the program answered {result.answer!r}, which is wrong"

@@ -15,7 +15,7 @@
 from envs.prompts.itm import VIPER_ITM
 from envs.prompts.pot import POT
 from envs.prompts.proptest import PROPTEST, PROPTEST_BASELINE
-from envs.prompts.refine import render_refinement
+from envs.prompts.refine import error_text, render_refinement
 from envs.prompts.toolapi import TOOL_API
 from envs.prompts.viper import HEADER, VIPER_COMPACT, PromptFamily
 from envs.prompts.viper_full import VIPER_FULL, VIPER_FULL_ITM
@@ -36,4 +36,4 @@ def get_family(name: str) -> PromptFamily:
 
 
 __all__ = ["DEFAULT_FAMILY", "FAMILIES", "HEADER", "PromptFamily", "get_family",
-           "render_refinement"]
+           "error_text", "render_refinement"]

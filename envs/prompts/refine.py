@@ -4,12 +4,22 @@ ViUniT (Listings 10-11) and seed 002 (Appendix B.3) re-prompt with the query, th
 incorrect program and its error, and ask for a corrected program. We keep that order
 but write it in the family's own comment style, and end the prompt with the family's
 `program_prefix` like every first-turn prompt, so a completion is read the same way on
-every turn (`rewards.programs.program_from` takes the last header in the prompt).
+every turn (`policies.programs.program_from` takes the last header in the prompt).
 """
 
 from __future__ import annotations
 
 from envs.prompts.viper import PromptFamily
+
+def error_text(result) -> str:
+    """What went wrong in a failed run, as every refinement and re-prompt shows it (the
+    env's feedback, self-refinement, ViUniT's re-prompting): the sandbox's `Error: ...`
+    message, else the status."""
+    error = getattr(result, "error", None)
+    if not error:
+        return f"Error: the program stopped with status {getattr(result, 'status', 'unknown')}"
+    return error if error.startswith("Error") else f"Error: {error}"
+
 
 # A runaway program (thousands of repeated lines) must not crowd out the API text.
 MAX_PROGRAM_CHARS = 4000

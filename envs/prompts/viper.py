@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HEADER = "def execute_command(image):\n"
+from policies.programs import HEADER
+
 # The body's first line is given too: a 135M policy otherwise often drops out of the
 # function at once, and nearly every program starts with this line anyway.
 BODY_START = "    image_patch = ImagePatch(image)\n"

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from envs.prompts import render_refinement
+from envs.prompts import error_text, render_refinement
+from policies.programs import program_from
 
 REFINE_ON = ("compile_error", "runtime_error")
 
@@ -36,18 +37,6 @@ class Refined:
         return self.rounds > 0 and getattr(self.result, "status", None) == "ok"
 
 
-def error_feedback(result) -> str:
-    """The error text a refinement prompt shows (the sandbox's message, else the status)."""
-    error = getattr(result, "error", None)
-    return error or f"Error: the program stopped with status {getattr(result, 'status', 'unknown')}"
-
-
-def _default_to_program(prompt: str, completion: str) -> str:
-    from rewards.programs import program_from  # rewards imports policies: load only when used
-
-    return program_from(prompt, completion)
-
-
 def refine_batch(generate_fn: Callable[[list[str]], list[str]],
                  execute_fn: Callable[[list[str], list[int]], list],
                  family, tokenizer, questions: Sequence[str], programs: Sequence[str],
@@ -63,7 +52,7 @@ def refine_batch(generate_fn: Callable[[list[str]], list[str]],
     shots / shots_per_question: the shots of the first prompts (one list for all, or one
         list per question); the refinement prompt keeps them so only the query block
         changes.
-    to_program(prompt, completion) -> program; defaults to `rewards.programs.program_from`.
+    to_program(prompt, completion) -> program; defaults to `policies.programs.program_from`.
     """
     if max_refinements < 0:
         raise ValueError(f"max_refinements must be at least 0, got {max_refinements}")
@@ -71,14 +60,14 @@ def refine_batch(generate_fn: Callable[[list[str]], list[str]],
         raise ValueError("questions, programs and results must have the same length")
     if shots_per_question is not None and len(shots_per_question) != len(questions):
         raise ValueError("shots_per_question needs one list of shots per question")
-    to_program = to_program or _default_to_program
+    to_program = to_program or program_from
     out = [Refined(p, r, 0, getattr(r, "status", "unknown")) for p, r in zip(programs, results)]
     for _ in range(max_refinements):
         todo = [i for i, item in enumerate(out) if getattr(item.result, "status", None) in refine_on]
         if not todo:
             break  # every program succeeded (or failed in a way refinement does not address)
         prompts = [render_refinement(family, tokenizer, questions[i], out[i].program,
-                                     error_feedback(out[i].result),
+                                     error_text(out[i].result),
                                      shots if shots_per_question is None else shots_per_question[i])
                    for i in todo]
         completions = list(generate_fn(prompts))

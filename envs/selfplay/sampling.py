@@ -21,21 +21,9 @@ from typing import Sequence
 import numpy as np
 
 from envs.selfplay.pool import Embedder, FewShotPool, PoolEntry
+from policies.programs import program_body
 
 STRATEGIES = ("random", "similar", "diverse")
-
-
-def program_body(program: str) -> str:
-    """The function body of `program`: the lines after its `def execute_command` line.
-
-    A bare body (already indented) is returned as is. The body ends with one newline so
-    the next `# Query:` of the prompt starts on its own line.
-    """
-    text = program.lstrip("\n")
-    if text.startswith("def "):
-        newline = text.find("\n")
-        text = "" if newline < 0 else text[newline + 1:]
-    return text.rstrip() + "\n" if text.strip() else ""
 
 
 def _candidates(pool: FewShotPool | Sequence[PoolEntry], family: str | None,

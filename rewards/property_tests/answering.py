@@ -56,7 +56,7 @@ def failure_kind(result, check: CheckResult | None) -> str | None:
 def answer_with_tests(strategy: str, rows: list[dict], programs: list[str], executor, suites=None,
                       tests_executor=None, family: str = "viper_compact") -> list[TestedAnswer]:
     """One TestedAnswer per row; `programs[i]` is row i's (test-conditioned) program."""
-    from rewards.unit_tests.selection import fallback_program
+    from policies.programs import fallback_program
 
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown property-test strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from rewards.programs import program_from
+from policies.programs import program_from
 from rewards.property_tests.harness import check_results, tests_executor
 from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder
 

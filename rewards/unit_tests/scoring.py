@@ -8,7 +8,7 @@ from rewards.metrics import gqa_accuracy
 
 AGGREGATORS = ("mean", "max", "mode")
 COMPILE_STATUSES = frozenset({"compile_error", "forbidden"})
-THETA = 0.8
+THETA = 0.8  # θ, the passing threshold: the one default (reward, weighting, selection, vprl eval)
 
 
 def same_answer(predicted, expected) -> bool:
@@ -44,7 +44,8 @@ def aggregate(scores: list[float], how: str = "mean") -> float:
 
 
 def viunit_reward(score: float, theta: float = THETA) -> float:
-    """Eq. 10: full reward at or above the passing threshold, the score itself below."""
+    """Eq. 10: full reward at or above the passing threshold, the score itself below
+    (the viunit reward and the trainer's `weighting.transform: threshold` both use it)."""
     return 1.0 if score >= theta else score
 
 

@@ -12,7 +12,7 @@ from envs.data.scene import Obj, Scene
 from envs.execution import Executor
 from envs.execution.policy import check_program
 from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family, render_refinement
-from rewards.programs import program_from
+from policies.programs import program_from
 
 QUESTION = "How many blue squares are there?"
 # Families whose completions are Python bodies; the visprog script families are

@@ -17,16 +17,19 @@ ROOT = Path(__file__).resolve().parents[2]
 # folder -> the project packages its modules may import (their own folder always).
 # Listed most specific first: a file belongs to the first folder that contains it.
 RULES = {
+    "envs/visprog": ("envs.visprog",),
     "envs/data": ("envs.data", "envs.cliargs"),
     "envs/execution": ("envs.execution",),
     "envs/prompts": ("envs.prompts",),
     "policies": ("policies",),
     "envs/tools": ("envs.tools", "envs.data", "policies"),
-    "rewards": ("rewards", "envs.execution", "envs.data", "envs.cliargs", "policies"),
+    "rewards": ("rewards", "envs.execution", "envs.data", "envs.tools", "envs.cliargs", "policies"),
     "envs/selfplay": ("envs.selfplay", "envs.prompts", "rewards", "policies"),
     "envs/environments": ("envs.environments", "envs.data", "envs.execution", "envs.prompts", "rewards"),
     "train": ("train", "envs", "rewards", "policies"),
 }
+# Leaf modules import nothing from the project but other leaves, so every layer may use them.
+LEAVES = ("policies.programs", "rewards.metrics", "envs.visprog")
 # Entry points may reach further than the layer they sit in, to list what a flag accepts.
 EXCEPTIONS = {("envs/execution/cli.py", "envs.tools")}
 PROJECT = ("envs", "rewards", "policies", "train")
@@ -41,6 +44,10 @@ def _imports(path: Path):
             yield node.module
 
 
+def _leaf(name: str) -> bool:
+    return any(name == leaf or name.startswith(leaf + ".") for leaf in LEAVES)
+
+
 def _folder(rel: str) -> str | None:
     return next((f for f in RULES if rel.startswith(f + "/")), None)
 
@@ -53,11 +60,18 @@ def test_every_folder_imports_only_what_its_layer_allows():
         if folder is None:
             continue
         for name in _imports(path):
-            if name.split(".")[0] not in PROJECT or (rel, name) in EXCEPTIONS:
+            if name.split(".")[0] not in PROJECT or (rel, name) in EXCEPTIONS or _leaf(name):
                 continue
             if not any(name == ok or name.startswith(ok + ".") for ok in RULES[folder]):
                 bad.append(f"{rel} imports {name}")
     assert not bad, "imports against docs/LAYERS.md:\n" + "\n".join(bad)
+
+
+def test_leaves_import_nothing_from_the_project_but_leaves():
+    for leaf in LEAVES:
+        base = ROOT / leaf.replace(".", "/")
+        for path in ([base.with_suffix(".py")] if base.with_suffix(".py").exists() else base.glob("*.py")):
+            assert not [n for n in _imports(path) if n.split(".")[0] in PROJECT and not _leaf(n)], path
 
 
 def test_a_sandbox_worker_imports_nothing_above_the_sandbox():

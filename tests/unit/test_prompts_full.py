@@ -17,7 +17,7 @@ from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family
 from envs.prompts.viper import HEADER
 from envs.prompts.viper_full import ITM_EXAMPLES, VQA_EXAMPLES
 from envs.prompts.viper_full_api import API_CODE, API_FULL
-from rewards.programs import program_from
+from policies.programs import program_from
 
 FULL = ["viper_full", "viper_full_itm"]
 SEED = Path("/work/shared/seeds/000_82186597761b6b23.txt")

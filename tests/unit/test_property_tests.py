@@ -243,7 +243,7 @@ def test_suites_are_cached_per_question(tmp_path):
 def test_the_proptest_family_shows_each_query_with_its_tests():
     from envs.prompts import get_family, render_refinement
     from envs.prompts.proptest import EXAMPLES
-    from rewards.programs import program_from
+    from policies.programs import program_from
 
     fam, base = get_family("proptest"), get_family("proptest_baseline")
     q = 'How many {red} "circles" are there?'

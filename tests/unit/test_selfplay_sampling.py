@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from envs.prompts import get_family
-from envs.selfplay import FewShotPool, PoolEntry, program_body, sample_shots
+from envs.selfplay import FewShotPool, PoolEntry, sample_shots
+from policies.programs import program_body
 
 HEADER = "def execute_command(image):\n"
 

@@ -140,3 +140,21 @@ def test_strategies_register_in_one_place(ex):
     with pytest.raises(ValueError, match="needs the policy sampler"):
         register_strategy("test_policy", last, needs=("policy",))
         choose("test_policy", ROWS, [[RIGHT]], ex)
+
+
+def test_one_error_text_for_refinement_reprompting_and_the_env(ex):
+    """Regression (issue 12): the error feedback was written three times; ViUniT's
+    re-prompt showed a sandbox error as 'Error: Error: ZeroDivisionError ...'."""
+    from types import SimpleNamespace
+
+    from envs.environments.env import default_feedback
+    from envs.prompts import error_text
+    from train.strategies.selection import error_feedback, output_text
+
+    (crash,) = ex.run([CRASH], [RED_CIRCLE])
+    assert crash.error.startswith("Error: ZeroDivisionError")
+    assert output_text(crash) == error_text(crash).splitlines()[0] == crash.error.splitlines()[0]
+    assert error_feedback(crash).endswith("\n" + crash.error.splitlines()[0])
+    assert default_feedback({}, SimpleNamespace(result=crash)) == error_text(crash)
+    silent = SimpleNamespace(status="timeout", error=None)
+    assert error_text(silent) == "Error: the program stopped with status timeout"

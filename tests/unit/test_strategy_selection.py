@@ -10,8 +10,8 @@ import pytest
 
 from envs.selfplay.aggregate import majority_index
 from rewards.unit_tests import UnitTest
-from train.strategies.selection import (error_feedback, fallback_program, refuses, select_best,
-                                        unit_test_feedback)
+from policies.programs import fallback_program
+from train.strategies.selection import error_feedback, refuses, select_best, unit_test_feedback
 
 
 def _r(status="ok", answer=None, error=None):

@@ -131,3 +131,34 @@ def test_a_second_writer_of_the_same_suite_loses_quietly(tmp_path):
     save_suite(b, tmp_path / "k")  # e.g. another rank built the same question
     assert load_suite(tmp_path / "k").tests[0].caption == "first"
     assert [p.name for p in tmp_path.iterdir()] == ["k"]
+
+
+def test_viunit_state_is_per_instance_and_its_table_shows_what_it_scored():
+    """Regression (issue 12): viunit kept its last batch in a function attribute
+    (`viunit.last`) and its builders in a module global, so whichever caller scored last
+    in the process decided what the W&B table showed. Now each instance keeps its own,
+    and the table holds every batch scored since it was last read (rollouts and their
+    refinements: the batch that was trained on)."""
+    import json
+
+    import rewards
+    from envs.data.programs import reference_program
+    from envs.data.shapes import build_dataset
+    from envs.execution import Executor
+
+    rows = [dict(r) for r in build_dataset(train=2, validation=0, test=0, seed=3, progress=False)["train"]]
+    right = [reference_program(json.loads(r["spec"])) for r in rows]
+    yes = "def execute_command(image):\n    return 'yes'\n"
+    a, b = rewards.get("viunit"), rewards.get("viunit")
+    assert a is not b and a.__name__ == "viunit"  # TRL logs a reward by its __name__
+    options = dict(generator="scene", k=2, candidates=4, strategy="answer", layout_llm=False)
+    with Executor(workers=1) as ex:
+        for row, program in zip(rows, right):  # two batches, e.g. rollouts then refined programs
+            assert a([""], [program], question=[row["question"]], spec=[row["spec"]], executor=ex, **options) == [1.0]
+        b([""], [yes], question=[rows[0]["question"]], spec=[rows[0]["spec"]], executor=ex, **options)
+    table = a.table_rows()
+    assert {r["question"] for r in table} == {r["question"] for r in rows}
+    assert {r["program"] for r in table} == set(right) and all(r["passed"] for r in table)
+    assert a.table_rows() == []  # read once
+    assert {r["program"] for r in b.table_rows()} == {yes}
+    assert a.metrics()["suites_built"] == 2 and b.metrics()["suites_built"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from envs.prompts import error_text
 from envs.selfplay.aggregate import majority_index
 from rewards.unit_tests.prompts import REPROMPT_INSTRUCTIONS, test_cases_text
 from rewards.unit_tests.scoring import THETA
@@ -37,20 +38,11 @@ def refuses(score: float, theta: float = THETA) -> bool:
     return score < theta
 
 
-def fallback_program(question: str, family: str = "viper_compact") -> str:
-    """The end-to-end fallback as a program: the question asked of the whole image by the
-    backend's answering model (`simple_query`, or `ImageObject.answer` for tool_api)."""
-    q = repr(question)
-    if family == "tool_api":
-        return f"def execute_command(image):\n    return ImageObject(image).answer({q})\n"
-    return f"def execute_command(image):\n    return ImagePatch(image).simple_query({q})\n"
-
-
 def output_text(result) -> str:
     """What Listing 4 shows as a test's "Program Output"."""
     if result.status == "ok":
         return str(result.answer)
-    return f"Error: {result.error or result.status}".splitlines()[0]
+    return error_text(result).splitlines()[0]
 
 
 def unit_test_feedback(suite, results) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from rewards.unit_tests.scoring import run_on_suites, suite_score
 from train.strategies.basic import expand
 from train.strategies.registry import Choice, Inputs, execute_own
-from train.strategies.selection import fallback_program, refuses, select_best, unit_test_feedback
+from policies.programs import fallback_program
+from train.strategies.selection import refuses, select_best, unit_test_feedback
 
 
 def viunit(inputs: Inputs) -> list[Choice]:

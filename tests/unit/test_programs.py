@@ -1,7 +1,7 @@
 """Program extraction from raw model text."""
 
-from policies.extract import end_of_program, extract_program
-from rewards.programs import program_from
+from policies.programs import end_of_program, extract_program
+from policies.programs import program_from
 
 BODY = '    p = ImagePatch(image)\n    return p.simple_query("x")\n'
 
