@@ -8,7 +8,7 @@ is short.  Here a task is a kind of data: ``shapes`` (the synthetic scenes) and 
 (natural images); the examples are fixed per task, so every prompt of a batch shares
 the whole prefix up to the question (one KV prefill on the CPU path).
 
-The completion is the script; ``rewards.programs.program_from`` turns it into the
+The completion is the script; ``policies.programs.program_from`` turns it into the
 program the sandbox runs (``envs.visprog.script_program``).  Generation stops at the
 first line that does not start with an upper-case letter (a blank line ends a script).
 """

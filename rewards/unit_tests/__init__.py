@@ -1,7 +1,7 @@
 """ViUniT visual unit tests: generate (ψ), sample (σ), synthesise (M), score (h, H).
 
 The `viunit` reward lives in `rewards.unit_tests.reward`; best-program selection,
-answer refusal and re-prompting in `rewards.unit_tests.selection`.
+answer refusal and re-prompting are answering strategies (`train.strategies`).
 """
 
 from rewards.unit_tests.coverage import coverage_sample

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from rewards.programs import program_from
+from policies.programs import program_from
 
 _PARSE_COUNTS: Counter = Counter()
 _JUDGES: dict = {}

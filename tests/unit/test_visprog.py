@@ -16,7 +16,7 @@ from envs.tools import build_namespace
 from envs.visprog import EvalError, evaluate, extract_script, parse_script, script_of, script_program
 from envs.visprog.language import MODULES, ScriptSyntaxError, parse_line, tokenize
 from envs.visprog.modules import expand_box, half_box
-from rewards.programs import program_from
+from policies.programs import program_from
 
 SCENE = Scene([Obj("circle", "red", "large", 60.0, 80.0), Obj("circle", "blue", "small", 180.0, 170.0),
                Obj("square", "green", "large", 190.0, 60.0)])
