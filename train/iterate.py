@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
     tool_host = start_tool_host(cfg.env)  # model-backed tools live outside the sandbox
     executor = Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
-                               backend=tool_host.spec if tool_host else cfg.env.backend)
+                        backend=tool_host.spec if tool_host else cfg.env.backend)  # handed to every reward
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
 
