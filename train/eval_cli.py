@@ -47,9 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
     p.add_argument("--questions", type=int, default=None, help="evaluate the first Q questions (all)")
     p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
-    p.add_argument("--model", default="embedded:smollm2-135m-instruct", help="policy model")
+    p.add_argument("--model", default=None, help="policy model: embedded:smollm2-135m-instruct (default), "
+                   "a model folder or a Hub id in the local cache; with --adapter, the base it records")
     p.add_argument("--prompt", default="viper_compact", help="prompt family (viper_compact)")
-    p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv)")
+    p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv); hf runs transformers "
+                   "models in a tool host")
+    p.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
+                   help="a backend setting, e.g. detector=/models/owlv2 for hf (repeatable)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
     p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
     p.add_argument("--metric", default=None,
@@ -91,9 +95,9 @@ class ProgramSampler:
 
         net, self.tokenizer = load_model(model)
         if adapter:
-            from peft import PeftModel
+            from policies.adapters import attach
 
-            net = PeftModel.from_pretrained(net, adapter)
+            net = attach(net, adapter)  # a LoRA from another base fails in one line
         net.eval()
         self.family = get_family(family)
         self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
@@ -131,9 +135,15 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.metric is not None and args.metric not in METRICS:
             raise UsageError(f"--metric {args.metric!r} is unknown; known: {', '.join(sorted(METRICS))}")
-        if args.adapter and not (Path(args.adapter) / "adapter_config.json").exists():
-            raise UsageError(f"--adapter {args.adapter!r} is not a LoRA adapter folder "
-                             "(expected adapter_config.json; try runs/NAME/best/adapter)")
+        from policies.adapters import AdapterError, base_for
+        from policies.model import ModelError, resolve
+
+        try:  # the base the adapter records (or its run's config.yaml); another --model is refused
+            args.model = base_for(args.adapter, args.model) if args.adapter else \
+                args.model or "embedded:smollm2-135m-instruct"
+            resolve(args.model)
+        except (AdapterError, ModelError) as e:
+            raise UsageError(str(e)) from None
         from envs.data.files_cli import parse_columns
 
         rows = load_rows(args.data, args.split, args.questions, parse_columns(args.columns),
@@ -146,13 +156,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vprl eval: error: {e}", file=sys.stderr)
         return 2
 
+    from envs.cliargs import key_values
     from envs.execution import Executor
+    from envs.tools import BackendError, open_backend
     from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
     from train.evaluate import evaluate_choices
 
     random.seed(args.seed)
-    executor = Executor(backend=args.backend)
-    sampler = ProgramSampler(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
+    try:  # a backend whose models cannot be loaded fails now, naming the setting
+        tools = open_backend(args.backend, key_values(args.backend_args, "--backend-arg"),
+                             setting="--backend-arg {key}=...")
+    except (BackendError, UsageError) as e:
+        print(f"vprl eval: error: {e}", file=sys.stderr)
+        return 2
+    executor = Executor(backend=tools.spec)
+    try:
+        sampler = ProgramSampler(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
+    except AdapterError as e:  # a LoRA made for another base model
+        executor.close()
+        tools.close()
+        print(f"vprl eval: error: {e}", file=sys.stderr)
+        return 2
     programs = sampler.programs([r["question"] for r in rows], args.programs)
     suites = None
     if "suites" in get_strategy(args.strategy).needs:
@@ -168,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
               **evaluate_choices(choices, rows, executor, args.metric or "gqa_accuracy", args.counterfactuals,
                                  args.seed)}
     executor.close()
+    tools.close()
     print(json.dumps(result, indent=2))
     if args.out:
         detail = [{"question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from train.config import ConfigError, load_config, save_config, to_dict, to_yaml
-from train.setup import build_parser, dry_run, load_data, make_accelerator, start_tool_host, validate
+from train.setup import build_parser, dry_run, load_data, make_accelerator, validate
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import rewards
     from envs.execution import Executor
+    from envs.tools import open_backend
     from policies.generation import GenerationConfig, HFGenerator
     from policies.lora import attach_lora, load_lora_weights, reset_lora
     from policies.model import load_model
@@ -99,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
-    tool_host = start_tool_host(cfg.env)  # model-backed tools live outside the sandbox
+    tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
+                         setting="env.backend_kwargs.{key}")  # model-backed tools live outside the sandbox
     executor = Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
-                        backend=tool_host.spec if tool_host else cfg.env.backend)  # handed to every reward
+                        backend=tools.spec)  # handed to every reward
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
 
@@ -115,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         save_config(cfg, run_dir / "config.yaml")
         if not done:
             policy.save_pretrained(run_dir / ckpt.ITER_DIR / "initial" / "adapter")
+            ckpt.make_portable(run_dir / ckpt.ITER_DIR / "initial" / "adapter")
     if done:
         last = ckpt.load_iteration(run_dir, done[-1])
         load_lora_weights(policy, last["adapter"])
@@ -294,8 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"done: {run_dir} (best adapter: iteration {best})")
     accelerator.wait_for_everyone()
     executor.close()
-    if tool_host:
-        tool_host.close()
+    tools.close()
     accelerator.end_training()
     return 0
 

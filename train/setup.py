@@ -68,6 +68,13 @@ def validate(cfg: Config) -> None:
     check_registered(cfg)  # prompt families, tool backends, metrics
     _check_deepspeed(cfg)
     _check_data(cfg)
+    from envs.tools import BackendError, check_backend
+
+    try:  # a backend whose models cannot be loaded fails now, naming the missing setting
+        check_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
+                      setting="env.backend_kwargs.{key}")
+    except BackendError as e:
+        raise ConfigError(str(e)) from None
     try:
         resolve(cfg.model)
     except ModelError as e:
@@ -172,19 +179,6 @@ def make_accelerator():
 
     deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
     return Accelerator(cpu=not torch.cuda.is_available() and not deepspeed)
-
-
-def start_tool_host(env):
-    """A ToolHost for backends that hold models (sandbox workers must never load them).
-
-    Returns None when the backend runs inside the workers (shapes-cv, by default).
-    """
-    heavy = env.backend != "shapes-cv"
-    if env.tool_host == "never" or (env.tool_host == "auto" and not heavy):
-        return None
-    from envs.tools.host import ToolHost
-
-    return ToolHost(env.backend, env.backend_kwargs).start()
 
 
 def _check_deepspeed(cfg: Config) -> None:

@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from envs.cliargs import OneLineParser, UsageError
@@ -88,28 +85,11 @@ def write(args) -> Path:
 
 
 def save_atomically(dd, out: Path) -> None:
-    # Write beside the target, then swap it in with renames: a crash leaves either the
-    # old folder or the new one, never a half-written dataset under --out.
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    old = None
-    try:
-        # One shard per split: an empty split saved with the default sharding cannot be loaded back.
-        dd.save_to_disk(str(tmp), num_shards={name: 1 for name in dd})
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the dataset should not be
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.rename(out, old / "data")
-        os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not out.exists():
-            os.rename(old / "data", out)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+    """Save a DatasetDict to ``out`` whole or not at all (envs.atomic.replace_folder)."""
+    from envs.atomic import replace_folder
+
+    # One shard per split: an empty split saved with the default sharding cannot be loaded back.
+    replace_folder(out, lambda tmp: dd.save_to_disk(str(tmp), num_shards={name: 1 for name in dd}))
 
 
 def main(argv=None) -> int:

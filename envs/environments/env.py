@@ -59,6 +59,9 @@ class VisualProgramEnv(gym.Env):
     executor: the `envs.execution.Executor` programs and rewards run on (e.g. one whose
         backend is a tool host's spec); default: the process-wide executor.
     executor_kwargs: settings of that process-wide executor (`envs.execution.shared_executor`).
+    backend, backend_kwargs, tool_host: the vision tools (`envs.tools.open_backend`); "hf"
+        with model names runs them in a tool host started here, with an executor of the
+        env's own (executor_kwargs are its settings); `close()` stops both.
 
     reset(options={"index": i}) picks row i; options={"shots": [(question, body), ...]}
     replaces the in-context shots from that episode on (the growing few-shot pool).
@@ -72,6 +75,8 @@ class VisualProgramEnv(gym.Env):
                  feedback: Callable[[dict, Outcome], str | None] | None = None,
                  solved_by: str | None = "correctness", solve_threshold: float = 1.0,
                  order: str = "random", executor=None, executor_kwargs: dict | None = None,
+                 backend: str | None = None, backend_kwargs: dict | None = None,
+                 tool_host: str = "auto",
                  render_mode: str | None = None):
         from rewards.combine import RewardSet, reward_specs
 
@@ -110,6 +115,16 @@ class VisualProgramEnv(gym.Env):
         if executor is not None and executor_kwargs:
             raise ValueError("pass executor= or executor_kwargs=, not both")
         self._executor, self.executor_kwargs = executor, dict(executor_kwargs or {})
+        self.tools = None
+        if backend is not None or backend_kwargs:  # fails here when its models cannot be loaded
+            if executor is not None:
+                raise ValueError("pass backend= or executor=, not both (an executor has its backend)")
+            from envs.execution import Executor
+            from envs.tools import open_backend
+
+            self.tools = open_backend(backend or "shapes-cv", backend_kwargs, tool_host=tool_host,
+                                      setting="backend_kwargs['{key}']")
+            self._executor = Executor(**{**self.executor_kwargs, "backend": self.tools.spec})
         self.render_mode = render_mode
 
         self.observation_space = spaces.Dict({
@@ -230,6 +245,13 @@ class VisualProgramEnv(gym.Env):
                                              outcome.program, self._feedback, self.shots)
         reward = 0.0 if outcome.reward is None else float(outcome.reward)
         return self._obs(), reward, terminated, truncated, self._info(outcome)
+
+    def close(self):
+        if self.tools is not None:  # the executor and tool host this env started
+            self._executor.close()
+            self.tools.close()
+            self.tools = None
+        super().close()
 
     def render(self):
         if self._row is None or self.render_mode is None:

@@ -11,7 +11,8 @@ import argparse
 import json
 import sys
 
-USAGE = "vprl exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME]"
+USAGE = ("vprl exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME] "
+         "[--backend-arg KEY=VALUE]")
 
 
 class _UsageError(Exception):
@@ -45,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-mb", type=_positive(int), default=1024, metavar="M",
                         help="memory budget in MB on top of the warmed-up worker (default 1024)")
     parser.add_argument("--backend", default="shapes-cv", metavar="NAME",
-                        help="vision tools backend (default shapes-cv)")
+                        help="vision tools backend (default shapes-cv; hf runs transformers models "
+                             "in a tool host)")
+    parser.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
+                        help="a backend setting, e.g. detector=/models/owlv2 for hf (repeatable)")
     parser.add_argument("--entry", default="execute_command", help=argparse.SUPPRESS)
     return parser
 
@@ -76,32 +80,25 @@ def main(argv: list[str] | None = None) -> int:
         image = to_array(args.image)
     except (OSError, ValueError, TypeError) as exc:
         return _fail(str(exc))
-    reason = _unknown_backend(args.backend)
-    if reason:
-        return _fail(reason)
+    from envs.cliargs import UsageError, key_values
+    from envs.tools import BackendError, open_backend
 
     from .dispatch import ExecutorError
     from .executor import Executor
 
+    try:  # a model-backed backend (hf) runs in a tool host here; missing models fail now
+        tools = open_backend(args.backend, key_values(args.backend_args, "--backend-arg"),
+                             setting="--backend-arg {key}=...")
+    except (BackendError, UsageError) as exc:
+        return _fail(str(exc))
     try:
-        with Executor(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=1,
-                      backend=args.backend, cache=False) as executor:
+        with tools, Executor(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=1,
+                             backend=tools.spec, cache=False) as executor:
             [result] = executor.run([program], [image], entry=args.entry)
     except ExecutorError as exc:
         return _fail(str(exc).replace("\n", " "), code=1)
     print(json.dumps(result.to_dict()))
     return 0
-
-
-def _unknown_backend(name: str) -> str | None:
-    try:
-        from envs.tools import available_backends
-    except ImportError:
-        return None  # the worker reports a missing tools package itself
-    known = list(available_backends())
-    if name not in known:
-        return f"unknown backend {name!r}; choose one of: {', '.join(known)}"
-    return None
 
 
 if __name__ == "__main__":

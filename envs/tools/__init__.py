@@ -5,7 +5,7 @@ by name from a registry (``shapes-cv``, the classical-vision default, is built i
 """
 from __future__ import annotations
 
-from envs.tools.backend import Backend, View
+from envs.tools.backend import Backend, BackendError, Tools, View, check_backend, open_backend
 from envs.tools.registry import available_backends, get_backend, register_backend
 
 register_backend("shapes-cv", "envs.tools.shapes_cv:ShapesCV")
@@ -39,4 +39,4 @@ def build_namespace(backend: str = "shapes-cv", llm=None, **kwargs) -> dict:
 
 
 __all__ = ["build_namespace", "register_backend", "get_backend", "available_backends",
-           "Backend", "View"]
+           "Backend", "BackendError", "Tools", "View", "check_backend", "open_backend"]

@@ -17,13 +17,18 @@ upper) in pixels, origin at the bottom left.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from envs.tools.backend import Backend, View
+from envs.tools.backend import Backend, BackendError, View
 
 DEFAULTS = {"detector": "google/owlv2-base-patch16-ensemble",
             "vqa": "Salesforce/blip2-flan-t5-xl", "clip": "openai/clip-vit-base-patch32"}
+# What goes without each model when its setting is null.
+TOOLS = {"detector": "find and exists", "vqa": "simple_query, answer and describe",
+         "clip": "verify_property, best_text_match and best_image_match"}
+DETECTORS = ("owlv2", "owlvit")
 
 
 def to_bottom_left(boxes, height: int, width: int, square_padded: bool = True) -> list:
@@ -114,14 +119,38 @@ class HFBackend(Backend):
 
     @property
     def cache_key(self) -> str:  # other models give other answers: keep their memos apart
-        names = [s if isinstance(s, str) else f"{type(s.model).__name__}@{id(s)}"
+        names = [s if isinstance(s, str) or s is None else f"{type(s.model).__name__}@{id(s)}"
                  for s in self.specs.values()]
-        return "hf:" + "|".join(names) + f"|{self.dtype}"
+        return "hf:" + "|".join(map(str, names)) + f"|{self.dtype}"
 
     # ------------------------------------------------------------------ models
+    def check(self, setting: str = "{key}") -> None:
+        """Fail now, in one line naming the setting, when a configured model cannot be
+        loaded: no local folder or cache entry, or a detector outside the OWL family.
+        Reads config files only; the weights load on first use."""
+        import json
+
+        for role, spec in self.specs.items():
+            if spec is None or isinstance(spec, Component):
+                continue
+            where = setting.format(key=role)
+            config = _local_config(spec) if self.local_files_only else None
+            if config is None and self.local_files_only:
+                raise BackendError(
+                    f"hf backend: the {role} model {spec!r} is neither a local model folder nor in the "
+                    f"local Hugging Face cache; set {where} to one (or to null to go without "
+                    f"{TOOLS[role]})")
+            kind = json.loads(Path(config).read_text()).get("model_type", "") if config else ""
+            if role == "detector" and config and kind not in DETECTORS:
+                raise BackendError(f"hf backend: the detector {spec!r} is a {kind!r} model; find needs "
+                                   f"the OWL family ({', '.join(DETECTORS)}): set {where} to one")
+
     def component(self, role: str) -> Component:
         if role not in self.loaded:
             spec = self.specs[role]
+            if spec is None:
+                raise RuntimeError(f"the hf backend has no {role} model ({role} is null), so "
+                                   f"{TOOLS[role]} cannot be used")
             comp = spec if isinstance(spec, Component) else self._load(role, spec)
             comp.model = comp.model.to(self.device, self.dtype).eval()
             self.loaded[role] = comp
@@ -141,7 +170,7 @@ class HFBackend(Backend):
                                f"files ({exc}); download it once or give a local path "
                                f"in the backend's {role}= setting") from exc
         kind = getattr(model.config, "model_type", "")
-        if role == "detector" and kind not in ("owlv2", "owlvit"):
+        if role == "detector" and kind not in DETECTORS:
             # Grounding DINO scores text tokens, not whole queries: another decoding.
             raise ValueError(f"hf backend: detector {name!r} is a {kind!r} model; the "
                              "find tool supports the OWL family (owlv2, owlvit)")
@@ -273,6 +302,20 @@ class HFBackend(Backend):
 
     def describe(self, view):
         return self.batch_describe([view], [()])[0]
+
+
+def _local_config(name: str) -> str | None:
+    """The config.json of a model folder or of a Hub id in the local cache, else None."""
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return str(folder / "config.json") if (folder / "config.json").is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # not a valid repo id either
+        return None
+    return found if isinstance(found, str) else None
 
 
 def _unique(items: list, key) -> tuple:
