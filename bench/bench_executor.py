@@ -10,6 +10,11 @@ scenes), executed three ways in one run:
 
     python bench/bench_executor.py            # full run, about a minute on 2 cores
     python bench/bench_executor.py --quick    # smaller run for a smoke test
+
+``--baseline REF`` (a git revision or a directory holding another checkout) adds the
+warm-pool arm of that version, measured in the same invocation, alternating with this
+version's arm, and prints the ratio of the medians: how much an isolation change
+costs, on whatever load the machine has at that moment.
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if "--tree" in sys.argv:  # a pool arm of another checkout (see --baseline)
+    ROOT = Path(sys.argv[sys.argv.index("--tree") + 1]).resolve()
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
@@ -174,6 +181,77 @@ def run_fresh_processes(programs, images, factory_spec, backend, workers):
         return time.perf_counter() - start, codes
 
 
+def pool_only(args) -> int:
+    """One warm-pool measurement of the checkout at --tree; prints one JSON line."""
+    tools = have_tools()
+    factory, backend = (("envs.tools:build_namespace", "shapes-cv") if tools
+                        else (PLAIN_FACTORY, "plain"))
+    images, scene_objs = scenes(args.images, args.seed)
+    programs = build_programs(args.programs, scene_objs[0], args.seed, tools)
+    pair_programs = [p for p in programs for _ in images]
+    pair_images = [img for _ in programs for img in images]
+    kwargs = {} if args.max_tasks is None else {"max_tasks_per_worker": args.max_tasks}
+    with Executor(timeout_s=10, workers=args.workers, backend=backend, cache=False,
+                  namespace_factory=factory, **kwargs) as ex:
+        ex.wait_ready()
+        ex.run(pair_programs[:len(images)], pair_images[:len(images)])  # first use
+        c0, p0, t0 = children_cpu(), time.process_time(), time.perf_counter()
+        results = ex.run(pair_programs, pair_images)
+        wall = time.perf_counter() - t0
+        parent_cpu = time.process_time() - p0
+        stats = dict(ex.stats)
+    # Worker CPU is counted once the workers are reaped (start-up included, which the
+    # first-use run above also pays in both arms alike).
+    cpu = parent_cpu + children_cpu() - c0
+    print(json.dumps({"ms_per_run": 1000 * wall / len(results),
+                      "parent_cpu_ms_per_run": 1000 * parent_cpu / len(results),
+                      "cpu_ms_per_run": 1000 * cpu / len(results),
+                      "statuses": dict(Counter(r.status for r in results)), "stats": stats}))
+    return 0
+
+
+def baseline_tree(ref: str, tmp: str) -> str:
+    if os.path.isdir(ref):
+        return ref
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+    return tmp
+
+
+def compare(args) -> dict:
+    """Warm-pool arms of --baseline and of this checkout, alternated, in subprocesses."""
+    arms = [("baseline", args.baseline_tree, None), ("this", str(ROOT), None)]
+    if args.reuse_arm:
+        arms.append(("this, max_tasks_per_worker=2000", str(ROOT), 2000))
+    times: dict = {name: [] for name, _, _ in arms}
+    cpus: dict = {name: [] for name, _, _ in arms}
+    for _ in range(args.rounds):
+        for name, tree, max_tasks in arms:
+            cmd = [sys.executable, __file__, "--pool-only", "--tree", tree,
+                   "--programs", str(args.programs), "--images", str(args.images),
+                   "--workers", str(args.workers), "--seed", str(args.seed)]
+            if max_tasks is not None:
+                cmd += ["--max-tasks", str(max_tasks)]
+            env = dict(os.environ, PYTHONPATH=tree)
+            out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            times[name].append(row["ms_per_run"])
+            cpus[name].append(row["cpu_ms_per_run"])
+    med = {name: sorted(v)[len(v) // 2] for name, v in times.items()}
+    cpu = {name: sorted(v)[len(v) // 2] for name, v in cpus.items()}
+    print(f"warm pool, {args.workers} worker(s), baseline {args.baseline} vs this checkout "
+          f"({args.rounds} alternating rounds, medians; machine load "
+          f"{os.getloadavg()[0]:.1f}):")
+    for name in times:
+        print(f"  {name:34s} {med[name]:6.2f} ms/run wall, {cpu[name]:6.2f} ms CPU/run  "
+              f"(all rounds: {', '.join(f'{t:.2f}' for t in times[name])})")
+    for name in list(times)[1:]:
+        print(f"  ratio {name} / baseline: {med[name] / med['baseline']:5.2f}x wall, "
+              f"{cpu[name] / cpu['baseline']:5.2f}x CPU   (target <= 1.5x)")
+    return med
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--programs", type=int, default=200)
@@ -183,9 +261,26 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="40 programs, 12 fresh-process runs")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also time the warm pool of this git revision or checkout "
+                             "directory, alternating with this one, and print the ratio")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (--baseline)")
+    parser.add_argument("--reuse-arm", action="store_true",
+                        help="with --baseline: also time this checkout with children "
+                             "running 2000 programs each (no per-program isolation)")
+    parser.add_argument("--pool-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--max-tasks", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.programs, args.fresh_sample = 40, 12
+    if args.pool_only:
+        return pool_only(args)
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as tmp:
+            args.baseline_tree = baseline_tree(args.baseline, tmp)
+            compare(args)
+        return 0
 
     tools = have_tools()
     factory, backend = (("envs.tools:build_namespace", "shapes-cv") if tools

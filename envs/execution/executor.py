@@ -1,28 +1,33 @@
 """Executor: runs (program, image) pairs on a warm pool of sandboxed workers.
 
-The parent never runs untrusted code. It checks each program's text
-(policy.py), sends the compiled code and the image to an idle worker, and waits
-with a deadline; a worker that overruns is SIGKILLed and replaced. Results are
-memoised per (program, image content, entry), so several reward functions
-reading the same completion pay for one execution.
+The parent never runs untrusted code. It checks each program's text (policy.py),
+sends the compiled code and the image to an idle child forked from a warmed-up
+zygote, and waits with an absolute deadline; a child that overruns is SIGKILLed.
+By default each child runs one program and exits, so no state crosses programs.
+Results are memoised per (program, image content, entry), so several reward
+functions reading the same completion pay for one execution.
 """
 from __future__ import annotations
 
 import hashlib
 import marshal
 import os
+import itertools
 import threading
-from collections import OrderedDict
 from dataclasses import replace
 
 from .dispatch import Batch, ExecutorError
 from .images import image_key, to_array
+from .lru import ByteLRU
 from .policy import check_program
 from .results import ExecutionResult, format_error
-from .workers import WorkerHandle
+from .workers import ZygoteHandle
 
 DEFAULT_NAMESPACE_FACTORY = "envs.tools:build_namespace"
-_MAX_CHECKS = 10_000  # policy verdicts (with compiled code) kept for repeated programs
+# Policy verdicts (with compiled code) kept for repeated programs, bounded in bytes:
+# a few huge programs must not hold hundreds of megabytes.
+_MAX_CHECKS, _MAX_CHECK_BYTES = 10_000, 64 << 20
+_MAX_CACHE_BYTES = 256 << 20  # results: caps keep each one small, this bounds them all
 
 
 class Executor:
@@ -40,16 +45,20 @@ class Executor:
     namespace_factory: "module:function" building program globals in the
         worker; default ``envs.tools:build_namespace``.
     lockdown: kernel confinement of workers; False only for debugging.
-    max_tasks_per_worker: a worker is replaced after this many programs (or when
-        its peak memory passes half the budget), so slow leaks cannot turn into
-        memory errors charged to innocent programs.
+    max_tasks_per_worker: programs one child runs before it exits. Between two of
+        them the child resets and verifies its state (hygiene.py) and retires itself
+        when a program left anything behind; the zygote forks a clean replacement in
+        milliseconds. 1 gives every program a fresh child: that also holds against a
+        program that escapes the Python layers, for about 10x the CPU per program
+        (docs/threat_model.md). A child is also replaced after a timeout, a memory
+        error, or when its peak memory passes half the budget.
     debug: let workers write to this process's stderr.
     """
 
     def __init__(self, timeout_s: float = 5.0, memory_mb: int | None = 1024, workers: int = 2,
                  backend: str = "shapes-cv", cpu_time_s: float | None = None, cache: bool = True,
                  *, namespace_factory: str | None = None, lockdown: bool = True,
-                 cache_size: int = 50_000, max_tasks_per_worker: int = 2000,
+                 cache_size: int = 50_000, max_tasks_per_worker: int = 1000,
                  debug: bool = False):
         if timeout_s <= 0 or workers < 1:
             raise ValueError("timeout_s must be > 0 and workers >= 1")
@@ -64,18 +73,24 @@ class Executor:
         }
         self.cache_enabled = cache
         self.cache_size = cache_size
-        self._cache: OrderedDict = OrderedDict()
-        self._checks: OrderedDict = OrderedDict()  # program hash -> policy verdict
+        self._cache = ByteLRU(_MAX_CACHE_BYTES, cache_size)
+        self._checks = ByteLRU(_MAX_CHECK_BYTES, _MAX_CHECKS)  # program hash -> verdict
         self._debug = debug
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._pool: list[WorkerHandle] = []
+        self._zygote: ZygoteHandle | None = None
+        self._children: list = []
+        self._tokens = itertools.count(1)
+        self._zygote_starts = 0  # consecutive starts that have not become ready yet
         self._ever_ready = False
+        self._ever_ran = False
         self._closed = False
-        self.stats = {"executed": 0, "cache_hits": 0, "timeouts_killed": 0, "worker_restarts": 0}
+        self.stats = {"executed": 0, "cache_hits": 0, "timeouts_killed": 0,
+                      "worker_restarts": 0, "protocol_errors": 0, "zygote_starts": 0,
+                      "children_spawned": 0, "children_retired_dirty": 0}
         self.sandbox_layers: list[str] = []
         self.sandbox_warnings: list[str] = []
-        self._pool = [self._spawn() for _ in range(self.workers)]  # start warming now
+        self._start_zygote()  # start warming now
 
     # ------------------------------------------------------------------ public
     def run(self, programs: list[str], images: list, entry: str = "execute_command",
@@ -101,13 +116,17 @@ class Executor:
 
     @property
     def worker_pids(self) -> list[int]:
-        return [w.pid for w in self._pool if w.state != "dead"]
+        """The zygote's pid and those of its live children."""
+        pids = [] if self._zygote is None or self._zygote.state == "dead" else [self._zygote.pid]
+        return pids + [c.pid for c in self._children if c.pid and c.state != "dead"]
 
     def close(self) -> None:
         self._closed = True
-        for worker in self._pool:
-            worker.kill()
-        self._pool = []
+        for child in self._children:
+            child.close()
+        self._children = []
+        if self._zygote is not None:
+            self._zygote.close()
 
     def __enter__(self):
         return self
@@ -131,19 +150,23 @@ class Executor:
         tasks: dict[tuple, list[int]] = {}
         codes: dict[str, tuple] = {}  # held here so cache eviction cannot drop them mid-batch
         for i, (program, image) in enumerate(zip(programs, images)):
-            if not isinstance(program, str):
-                raise TypeError(f"programs[{i}] is {type(program).__name__}, expected str")
+            if type(program) is not str:
+                if not isinstance(program, str):
+                    raise TypeError(f"programs[{i}] is {type(program).__name__}, expected str")
+                program = str.__str__(program)  # a str subclass could lie about its text
             ikey = by_id.get(id(image))
             if ikey is None:
                 array = to_array(image)
                 ikey = image_key(array)
                 by_id[id(image)] = ikey
                 arrays.setdefault(ikey, array)
-            pkey = hashlib.blake2b(program.encode(), digest_size=16).hexdigest()
+            # surrogatepass: a lone surrogate in a program is the program's problem (it
+            # becomes its compile_error), never an exception that fails the batch.
+            pkey = hashlib.blake2b(program.encode("utf-8", "surrogatepass"),
+                                   digest_size=16).hexdigest()
             key = (pkey, ikey, entry)
             cached = self._cache.get(key) if self.cache_enabled else None
             if cached is not None:
-                self._cache.move_to_end(key)
                 self.stats["cache_hits"] += 1
                 results[i] = replace(cached)
                 continue
@@ -172,27 +195,30 @@ class Executor:
             if report.status is not None:
                 message = report.message + (f" (line {report.line})" if report.line else "")
                 verdict = ExecutionResult(report.status, None, format_error(message), 0.0, None)
+                size = _result_bytes(verdict)
             else:
                 verdict = (marshal.dumps(report.code), report.mutates_attributes)
-            self._checks[pkey] = verdict
-            if len(self._checks) > _MAX_CHECKS:
-                self._checks.popitem(last=False)
+                size = len(verdict[0]) + 100
+            self._checks.put(pkey, verdict, size)
         return verdict
 
     def _remember(self, key, result):
         if self.cache_enabled:
-            self._cache[key] = result
-            if len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            self._cache.put(key, result, _result_bytes(result))
 
-    def _replace(self, worker):
-        worker.kill()
-        self.stats["worker_restarts"] += 1
-        if not self._closed and worker in self._pool:
-            self._pool[self._pool.index(worker)] = self._spawn()
+    def _start_zygote(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+        self._zygote = ZygoteHandle(self.config, debug=self._debug)
+        self._zygote_starts += 1
+        self.stats["zygote_starts"] += 1
 
-    def _spawn(self) -> WorkerHandle:
-        return WorkerHandle(self.config, debug=self._debug)
+    def _next_token(self) -> int:
+        return next(self._tokens)
+
+
+def _result_bytes(result: ExecutionResult) -> int:
+    return 200 + sum(len(text or "") for text in (result.answer, result.error, result.stdout))
 
 
 def _progress_bar(total):

@@ -1,15 +1,11 @@
-"""Image inputs: normalisation to HxWx3 uint8 arrays, content keys, and the
-small per-worker image cache (mirrored by the parent so it knows what to send)."""
+"""Image inputs: normalisation to HxWx3 uint8 arrays and content keys."""
 from __future__ import annotations
 
 import hashlib
 import io
 import os
-from collections import OrderedDict
 
 import numpy as np
-
-WORKER_IMAGE_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def to_array(image) -> np.ndarray:
@@ -64,29 +60,3 @@ def image_key(array: np.ndarray) -> str:
     digest.update(repr(array.shape).encode())
     digest.update(memoryview(array).cast("B"))
     return digest.hexdigest()
-
-
-class ImageLRU:
-    """Byte-bounded LRU. The worker stores arrays; the parent runs the same
-    policy over sizes only, so both agree on what the worker holds."""
-
-    def __init__(self, max_bytes: int = WORKER_IMAGE_CACHE_BYTES):
-        self.max_bytes = max_bytes
-        self.items: OrderedDict[str, tuple[int, object]] = OrderedDict()
-        self.bytes = 0
-
-    def get(self, key):
-        item = self.items.get(key)
-        if item is None:
-            return None
-        self.items.move_to_end(key)
-        return item[1]
-
-    def put(self, key, size: int, value=True) -> None:
-        if key in self.items:
-            self.bytes -= self.items.pop(key)[0]
-        self.items[key] = (size, value)
-        self.bytes += size
-        while self.bytes > self.max_bytes and len(self.items) > 1:
-            _, (old_size, _) = self.items.popitem(last=False)
-            self.bytes -= old_size

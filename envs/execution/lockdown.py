@@ -1,11 +1,12 @@
-"""Kernel-level confinement applied by a worker to itself, after warm-up and
-before it reads the first untrusted program.
+"""Kernel-level confinement of the zygote (after warm-up) and of each child it forks.
 
-Order matters: the network namespace needs CAP_SYS_ADMIN, so it comes before
-the capabilities are dropped; Landlock and seccomp come last because they forbid
-the very calls that set the earlier limits up. Each layer that the machine does
-not support is reported as a warning rather than failing the worker, so the
-sandbox degrades to the remaining layers instead of refusing to run.
+Order matters: the namespaces need CAP_SYS_ADMIN, so they come before the
+capabilities are dropped; Landlock and seccomp come last because they forbid the
+very calls that set the earlier limits up. Everything but the memory limit, the
+process limit and the child's stricter seccomp filter is applied once in the
+zygote and inherited by every child. A layer the machine does not support is
+reported as a warning rather than failing, so the sandbox degrades to the
+remaining layers instead of refusing to run (docs/threat_model.md lists them).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sys
 
 from . import landlock, seccomp
 
-_CLONE_NEWNET = 0x40000000
+_CLONE_NEWNET, _CLONE_NEWIPC = 0x40000000, 0x08000000
 _PR_SET_PDEATHSIG = 1
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
@@ -27,10 +28,10 @@ def _libc():
 
 
 def isolate_network() -> bool:
-    """Move this process into a fresh network namespace: only a downed loopback."""
-    if _libc().unshare(_CLONE_NEWNET) == 0:
-        return True
-    return False
+    """Move this process into a fresh network namespace (only a downed loopback) and a
+    fresh IPC namespace (System V shared memory, semaphores and message queues made
+    here vanish with the sandbox instead of outliving it)."""
+    return _libc().unshare(_CLONE_NEWNET | _CLONE_NEWIPC) == 0
 
 
 def disable_socket_api() -> None:
@@ -53,27 +54,28 @@ def address_space_kb() -> int:
     return 0
 
 
-def set_limits(memory_mb: int | None, baseline_kb: int) -> None:
-    """rlimits that hold for the worker's whole life.
-
-    The memory limit is a budget on top of what the warmed-up worker already
-    maps (numpy and the tools take a few hundred MB of address space before any
-    program runs), so ``memory_mb`` means the same on every machine.
-    """
-    if memory_mb:
-        limit = baseline_kb * 1024 + memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def set_shared_limits() -> None:
+    """rlimits the zygote sets for itself and every child."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # No file can grow; a write that tries gets EFBIG instead of the default
     # SIGXFSZ death.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    # Not enforced for uid 0 (the kernel exempts root); seccomp covers that case.
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), min(hard, 256)))
-    # CPU time is limited per program (see runtime.set_cpu_budget); the hard
-    # limit stays open so the per-program soft limit can move forward.
+    # CPU time is limited per program (runtime.SoftTimer); the hard limit stays
+    # open so the per-program soft limit can move forward.
+
+
+def set_child_limits(memory_mb: int | None, baseline_kb: int) -> None:
+    """The memory limit is a budget on top of what the warmed-up zygote maps (numpy
+    and the tools take a few hundred MB of address space before any program runs),
+    so ``memory_mb`` means the same on every machine."""
+    if memory_mb:
+        limit = baseline_kb * 1024 + memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # Not enforced for uid 0 (the kernel exempts root); seccomp covers that case.
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
 
 
 class _CapHeader(ctypes.Structure):
@@ -99,33 +101,45 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def read_roots(extra: list[str] = ()) -> list[str]:
-    """Directories a worker may still read after lockdown: where code lives."""
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr/lib", "/usr/lib64",
-             "/lib", "/lib64", "/usr/share/zoneinfo", "/dev/null", "/dev/urandom"}
-    roots.update(p for p in sys.path if p and os.path.isdir(p) and p != "/")
-    for module in list(sys.modules.values()):
+def read_roots() -> list[str]:
+    """What a worker may still read after lockdown: the code it has loaded, and nothing
+    of where the user started from (no working directory, no ``sys.path`` entry, no home).
+
+    - the standard library and its extension modules;
+    - each imported top-level package's own directory (``site-packages/numpy``, the
+      project's ``envs``), or the file itself for a single-file module;
+    - the system's shared libraries (C extensions load them lazily);
+    - /dev/null and /dev/urandom.
+    """
+    roots = {os.path.dirname(os.__file__), os.path.dirname(ctypes.__file__),
+             "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/dev/null", "/dev/urandom"}
+    dynload = os.path.join(os.path.dirname(os.__file__), "lib-dynload")
+    roots.add(dynload)
+    for name, module in list(sys.modules.items()):
+        if "." in name or module is None:
+            continue
+        paths = list(getattr(module, "__path__", None) or [])  # a package: its folders
         path = getattr(module, "__file__", None)
-        if path:  # editable installs and packages outside sys.prefix
-            roots.add(os.path.dirname(os.path.abspath(path)))
-    roots.update(extra)
-    # Never grant a root that would expose the whole machine or temp space.
-    return sorted(r for r in roots if r not in ("/", "/tmp", "/root", "/home", "/etc"))
+        if not paths and path:
+            paths = [path]  # a single-file module: that file only
+        roots.update(os.path.abspath(p) for p in paths if isinstance(p, str))
+    # Never grant a root that would expose the whole machine, temp space or homes.
+    return sorted(r for r in roots
+                  if os.path.exists(r) and r not in ("/", "/tmp", "/root", "/home", "/etc"))
 
 
-def apply(memory_mb: int | None, parent_pid: int) -> tuple[list[str], list[str]]:
-    """Confine this process; returns (layers applied, warnings)."""
+def apply_zygote(parent_pid: int) -> tuple[list[str], list[str]]:
+    """Confine the zygote (and so every child); returns (layers applied, warnings)."""
     layers: list[str] = []
     warnings: list[str] = []
-    baseline = address_space_kb()
     roots = read_roots()
     if isolate_network():
         layers.append("netns")
     else:
         disable_socket_api()
-        warnings.append("could not create a network namespace (needs root or user "
+        warnings.append("could not create network and IPC namespaces (needs root or user "
                         "namespaces); the socket API is disabled instead")
-    set_limits(memory_mb, baseline)
+    set_shared_limits()
     layers.append("rlimits")
     if os.geteuid() == 0:
         if drop_capabilities():
@@ -143,12 +157,24 @@ def apply(memory_mb: int | None, parent_pid: int) -> tuple[list[str], list[str]]
         warnings.append("Landlock is unavailable; file-system writes are blocked by "
                         "seccomp and RLIMIT_FSIZE only, and reads are not confined")
     try:
-        if seccomp.install():
+        if seccomp.install("zygote"):
             layers.append("seccomp")
         else:
             warnings.append("no seccomp syscall table for this CPU; process creation is "
-                            "blocked only by the import policy")
+                            "blocked only by RLIMIT_NPROC and the import policy")
     except OSError as exc:
         warnings.append(f"seccomp failed: {exc}")
     die_with_parent(parent_pid)
     return layers, warnings
+
+
+def apply_child(memory_mb: int | None, baseline_kb: int, zygote_pid: int,
+                layers: list[str]) -> None:
+    """A freshly forked child: die with the zygote, take the per-program limits, and
+    install the stricter seccomp filter (no processes, sockets or foreign signals).
+    ``layers`` are those the zygote applied; a child adds to them, never more."""
+    die_with_parent(zygote_pid)
+    if "rlimits" in layers:
+        set_child_limits(memory_mb, baseline_kb)
+    if "seccomp" in layers:
+        seccomp.install("child")

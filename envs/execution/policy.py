@@ -98,11 +98,27 @@ def check_program(source: str, filename: str = "<program>") -> PolicyReport:
         message, line = checker.refusal
         return PolicyReport("forbidden", message, line)
     try:
+        tree = ast.fix_missing_locations(_AttributeWrites().visit(tree))
         code = compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc}",
                             getattr(exc, "lineno", None))
     return PolicyReport(None, code=code, mutates_attributes=checker.mutates_attributes)
+
+
+class _AttributeWrites(ast.NodeTransformer):
+    """``obj.name`` as an assignment or ``del`` target becomes
+    ``__vprl_attr__(obj)['name']``: the runtime guard (guards.AttributeTarget) then checks
+    that the program owns ``obj``, in every binding form Python has."""
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            return node
+        target = ast.Call(ast.Name("__vprl_attr__", ast.Load()), [node.value], [])
+        return ast.copy_location(
+            ast.Subscript(ast.copy_location(target, node), ast.Constant(node.attr), node.ctx),
+            node)
 
 
 def _root_name(node: ast.AST) -> str | None:

@@ -1,8 +1,11 @@
-"""Length-prefixed frames between the parent and its workers.
+"""Length-prefixed frames between the parent and a sandbox child.
 
-Parent -> worker frames are pickles (the parent is trusted; pickling numpy
-arrays is fast). Worker -> parent frames are JSON, because the worker runs
-untrusted code and unpickling its output could execute code in the parent.
+Parent -> child frames are pickles (the parent is trusted; pickling numpy arrays is
+fast). Child -> parent frames are JSON, because the child runs untrusted code and
+unpickling its output could execute code in the parent. The parent reads them with
+``FrameBuffer``, which never raises anything but ``ProtocolViolation``: a frame that is
+too big, not JSON, nested too deeply, holds a number Python refuses to parse, or is
+not an object, is the child's fault and becomes that program's ``protocol_error``.
 """
 from __future__ import annotations
 
@@ -12,6 +15,10 @@ import struct
 
 HEADER = struct.Struct("!I")
 MAX_REPLY_BYTES = 1 << 20  # a reply is a small JSON object; anything bigger is hostile
+
+
+class ProtocolViolation(Exception):
+    """A child sent something other than one well-formed reply to its request."""
 
 
 def encode(payload: bytes) -> bytes:
@@ -30,7 +37,7 @@ def read_exact(fd: int, size: int) -> bytes | None:
 
 
 def read_frame(fd: int) -> bytes | None:
-    """Blocking read of one frame (worker side); None on EOF."""
+    """Blocking read of one frame (child side); None on EOF."""
     header = read_exact(fd, HEADER.size)
     if header is None:
         return None
@@ -44,7 +51,9 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def send_json(fd: int, obj: dict) -> None:
-    write_all(fd, encode(json.dumps(obj).encode()))
+    # ensure_ascii: lone surrogates in a program's text travel as escapes instead of
+    # failing to encode; the parent replaces them (results.clean_text).
+    write_all(fd, encode(json.dumps(obj, ensure_ascii=True).encode("ascii")))
 
 
 class FrameBuffer:
@@ -54,19 +63,26 @@ class FrameBuffer:
         self.data = bytearray()
 
     def feed(self, chunk: bytes) -> list[dict]:
-        """Add bytes; return the complete JSON frames. Raises ValueError on garbage."""
+        """Add bytes; return the complete frames, or raise ProtocolViolation."""
         self.data += chunk
         frames = []
         while len(self.data) >= HEADER.size:
             (size,) = HEADER.unpack_from(self.data)
             if size > MAX_REPLY_BYTES:
-                raise ValueError(f"worker reply of {size} bytes exceeds the limit")
+                raise ProtocolViolation(f"a reply of {size} bytes (the limit is "
+                                        f"{MAX_REPLY_BYTES})")
             if len(self.data) < HEADER.size + size:
                 break
             payload = bytes(self.data[HEADER.size:HEADER.size + size])
             del self.data[:HEADER.size + size]
-            frame = json.loads(payload)
-            if not isinstance(frame, dict):
-                raise ValueError("worker reply is not an object")
+            try:
+                frame = json.loads(payload)
+            except Exception as exc:  # ValueError, RecursionError, UnicodeDecodeError, ...
+                raise ProtocolViolation(f"a reply that is not valid JSON "
+                                        f"({type(exc).__name__})") from None
+            if type(frame) is not dict:
+                raise ProtocolViolation("a reply that is not a JSON object")
             frames.append(frame)
+        if len(self.data) > MAX_REPLY_BYTES + HEADER.size:
+            raise ProtocolViolation("a reply larger than the limit")
         return frames

@@ -1,9 +1,8 @@
 """The in-worker half of the sandbox: the world a program sees, and one run of it.
 
-A program gets a fresh globals dict per run: the tools namespace, a restricted
-copy of builtins, and read-only views of modules. Nothing it assigns survives
-into the next program; attribute changes on shared classes are undone after the
-run (see ``ClassGuard``).
+A program gets a fresh globals dict per run: a new tools namespace, a restricted
+copy of builtins (with the guards of guards.py), and read-only views of modules.
+What else keeps programs apart is in hygiene.py.
 """
 from __future__ import annotations
 
@@ -14,14 +13,17 @@ import sys
 import time
 import types
 
+import numpy as np
+
 from .policy import ALLOWED_MODULES, DENIED_NAMES, attribute_refusal, module_refusal
 from .limits import ProgramTimeout, SoftTimer
-from .results import MAX_ANSWER_CHARS, cap_text, describe_exception, format_error, to_answer
-from .snapshots import SHARED_CLASSES, ClassGuard
+from .results import (MAX_ANSWER_CHARS, cap_text, describe_exception, format_error,
+                      to_answer, type_name)
+from . import guards
 
 STDOUT_CAP = 4096
 STDOUT_MARKER = "\n...[output truncated: {} more characters]"
-PROGRAM_FILENAME = "<program>"
+PROGRAM_FILENAME = guards.PROGRAM_FILENAME
 
 
 class ModuleView:
@@ -49,15 +51,16 @@ class ModuleView:
             # attribute is refused; a name no module has keeps that fallback from
             # handing out a hidden submodule someone else already imported.
             return f"{module.__name__} (program view)"
-        reason = attribute_refusal(name)
-        if reason:
-            raise AttributeError(reason)
+        name = guards.checked_name(name)
+        replacement = guards.REPLACEMENTS.get((module.__name__, name))
+        if replacement is not None:
+            return replacement
         value = getattr(module, name)
         if isinstance(value, types.ModuleType):
             if value.__name__ not in ALLOWED_MODULES:
                 raise AttributeError(f"module '{value.__name__}' is not available to programs")
             return ModuleView(value)
-        return value
+        return _read_only(value)
 
     def __setattr__(self, name, value):
         raise AttributeError("modules are read-only inside programs")
@@ -71,6 +74,32 @@ class ModuleView:
 
     def __repr__(self):
         return f"<module '{object.__getattribute__(self, '_module').__name__}'>"
+
+
+def _read_only(value):
+    """Module-level containers are shared by every program: hand out read-only copies
+    (``np.typecodes``, ``string``'s tables, registries) so none can be changed in place."""
+    kind = type(value)
+    if kind is dict:
+        return types.MappingProxyType(dict(value))
+    if kind is list:
+        return tuple(value)
+    if kind is set:
+        return frozenset(value)
+    if kind is bytearray:
+        return bytes(value)
+    if kind is np.ndarray:
+        copy = value.copy()
+        copy.setflags(write=False)
+        return copy
+    return value
+
+
+def make_module_views() -> None:
+    """Create the views of every allowed module now (in the zygote), so that no program
+    leaves a new one behind in the view cache."""
+    for name in ALLOWED_MODULES:
+        ModuleView(importlib.import_module(name))
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -95,34 +124,6 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
 
 _real_import = builtins.__import__
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
-
-
-def _check_name(name):
-    if isinstance(name, str):
-        reason = attribute_refusal(name)
-        if reason:
-            raise AttributeError(reason)
-
-
-def _guarded_getattr(obj, name, *default):
-    _check_name(name)
-    return getattr(obj, name, *default)
-
-
-def _guarded_setattr(obj, name, value):
-    _check_name(name)
-    if isinstance(obj, (type, ModuleView)) and obj in SHARED_CLASSES:
-        raise AttributeError("programs may not change tools or modules")
-    setattr(obj, name, value)
-
-
-def _guarded_delattr(obj, name):
-    _check_name(name)
-    if isinstance(obj, (type, ModuleView)) and obj in SHARED_CLASSES:
-        raise AttributeError("programs may not change tools or modules")
-    delattr(obj, name)
-
-
 
 
 class CappedOutput:
@@ -170,8 +171,10 @@ def make_builtins(output: CappedOutput) -> dict:
 
 _SAFE_BUILTINS = {k: v for k, v in vars(builtins).items()
                   if k not in DENIED_NAMES and not (k.startswith("__") and k != "__build_class__")}
-_SAFE_BUILTINS.update(__import__=_guarded_import, getattr=_guarded_getattr,
-                      setattr=_guarded_setattr, delattr=_guarded_delattr, __name__="builtins")
+_SAFE_BUILTINS.update(__import__=_guarded_import, getattr=guards.guarded_getattr,
+                      hasattr=guards.guarded_hasattr, setattr=guards.guarded_setattr,
+                      delattr=guards.guarded_delattr, __name__="builtins",
+                      __vprl_attr__=guards.AttributeTarget)
 
 
 def wrap_namespace(namespace: dict) -> dict:
@@ -200,38 +203,51 @@ def classify(exc: BaseException) -> tuple[str, str]:
 
 
 def run_program(report, namespace: dict, image, entry: str, timer: SoftTimer,
-                timeout_s: float, cpu_time_s: float | None, guard: ClassGuard | None) -> dict:
-    """Run one checked program on one image; returns the result as a plain dict."""
+                timeout_s: float, cpu_time_s: float | None) -> dict:
+    """Run one checked program on one image; returns the result as a plain dict.
+
+    Everything that can run the program's own code -- the program, ``str()`` of what it
+    returns, ``str()`` of what it raises, finalisers of what it leaves behind -- runs
+    while its timer is armed, so none of it can outlast the program's time limit.
+    """
     output = CappedOutput()
     globals_ = wrap_namespace(namespace)
     globals_["__builtins__"] = make_builtins(output)
     globals_["__name__"] = "__program__"
-    outcome = {"status": "ok", "answer": None, "error": None, "raw_type": None}
+    outcome = None
     start = time.perf_counter()
+    timer.arm(timeout_s, cpu_time_s)
     try:
-        try:
-            timer.arm(timeout_s, cpu_time_s)
-            exec(report.code, globals_)
-            function = globals_.get(entry)
-            if not callable(function):
-                outcome.update(status="compile_error", error=format_error(
-                    f"the program does not define {entry}(image)"))
-            else:
-                value = function(image)
-                outcome["raw_type"] = type(value).__name__
-                answer = to_answer(value)
-                outcome["answer"] = None if answer is None else cap_text(answer, MAX_ANSWER_CHARS)
-        finally:
-            timer.disarm()
-    except BaseException as exc:  # noqa: B036 - the program may raise anything
-        status, error = classify(exc)
-        outcome.update(status=status, error=error, answer=None)
-        exc.__traceback__ = None
-    if timer.fired and outcome["status"] != "timeout":
-        # The program swallowed the timeout (a bare except); it still timed out.
-        outcome.update(status="timeout", answer=None, error=format_error(f"Timeout: {timer.fired}"))
-    if guard is not None and report.mutates_attributes:
-        guard.restore()
+        outcome = _execute(report.code, globals_, image, entry)
+        globals_.clear()  # the program's objects die (and their __del__ runs) on its time
+        timer.armed = False
+    except BaseException:  # noqa: B036 - reporting the program's failure was itself stopped
+        timer.armed = False  # first: no timer signal may interrupt what follows
+    timer.disarm()
+    if timer.fired:
+        # The program ran past its limit (perhaps swallowing the first timeout).
+        outcome = {"status": "timeout", "answer": None, "raw_type": None,
+                   "error": format_error(f"Timeout: {timer.fired}")}
+    elif outcome is None:
+        outcome = {"status": "runtime_error", "answer": None, "raw_type": None,
+                   "error": format_error("the program's error could not be reported")}
     outcome["duration_s"] = time.perf_counter() - start
     outcome["stdout"] = output.text()
     return outcome
+
+
+def _execute(code, globals_: dict, image, entry: str) -> dict:
+    try:
+        exec(code, globals_)
+        function = globals_.get(entry)
+        if not callable(function):
+            return {"status": "compile_error", "answer": None, "raw_type": None,
+                    "error": format_error(f"the program does not define {entry}(image)")}
+        value = function(image)
+        answer = to_answer(value)
+        return {"status": "ok", "answer": None if answer is None else cap_text(answer, MAX_ANSWER_CHARS),
+                "raw_type": type_name(value), "error": None}
+    except BaseException as exc:  # noqa: B036 - the program may raise anything
+        status, error = classify(exc)
+        exc.__traceback__ = None
+        return {"status": status, "answer": None, "raw_type": None, "error": error}

@@ -1,20 +1,25 @@
-"""Sandbox worker process: ``python -m envs.execution.worker``.
+"""The program-running half of the sandbox: warm-up (in the zygote) and one child's life.
 
-Lifecycle: read the config frame, warm up (imports, one tools namespace), lock
-itself down (lockdown.apply), report ready, then serve requests until stdin
-closes. Protocol file descriptors are duplicated away from 0/1 so nothing a
-program or a library prints can corrupt the stream.
+A child is forked from the warmed-up zygote (zygote.py) and runs programs on the two
+pipes the parent made for it: pickled requests in (the parent is trusted), JSON
+replies out (the child runs untrusted code, so the parent validates every reply).
+With the default ``max_tasks_per_worker=1`` a child runs exactly one program and
+exits: every program starts from the same clean interpreter, and nothing it changes
+(classes, caches, RNG seeds, numpy settings, threads, finalisers) reaches another.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import marshal
 import os
 import pickle
 import resource
-import sys
 import traceback
-import warnings
+
+from . import protocol
+from .lru import ByteLRU
+from .workers import CHILD_IMAGE_CACHE_BYTES
 
 
 def resolve_factory(spec: str):
@@ -31,78 +36,124 @@ def resolve_factory(spec: str):
     return factory
 
 
-def _warm_up(config: dict):
-    from . import policy, runtime
+class Warm:
+    """What the zygote prepares once and every child inherits."""
 
-    for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
-        importlib.import_module(name)
-    factory = resolve_factory(config["namespace_factory"])
-    namespace = factory(config["backend"])
-    if not isinstance(namespace, dict):
-        raise RuntimeError(f"{config['namespace_factory']} returned {type(namespace).__name__}, "
-                           "expected a dict of program globals")
-    guard = runtime.ClassGuard(namespace)
-    # Run the restricted machinery once so lazy imports inside it happen now.
-    report = policy.check_program("def execute_command(image):\n    return 1\n")
-    runtime.run_program(report, namespace, None, "execute_command", runtime.SoftTimer(),
-                        1.0, None, None)
-    return factory, guard
+    def __init__(self, config: dict):
+        from . import policy, runtime
+
+        for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
+            importlib.import_module(name)
+        runtime.make_module_views()
+        self.config = config
+        self.factory = resolve_factory(config["namespace_factory"])
+        self.timer = runtime.SoftTimer()
+        # Run the restricted machinery once so lazy imports inside it happen now.
+        report = policy.check_program("def execute_command(image):\n    return 1\n")
+        runtime.run_program(report, self.fresh_namespace(), None, "execute_command",
+                            self.timer, 1.0, None)
+        self.hygiene = None
+
+    def freeze(self) -> None:
+        """After lockdown, before the first fork: fix the state every child starts from."""
+        from . import hygiene
+
+        gc.collect()
+        hygiene.freeze_classes()
+        self.hygiene = hygiene.Hygiene()
+        # Objects that exist now are never collected: children then do not write to
+        # (and copy) every page of the heap when their garbage collector runs.
+        gc.freeze()
+
+    def fresh_namespace(self) -> dict:
+        namespace = self.factory(self.config["backend"])
+        if not isinstance(namespace, dict):
+            raise RuntimeError(f"{self.config['namespace_factory']} returned "
+                               f"{type(namespace).__name__}, expected a dict of program globals")
+        return namespace
 
 
-def serve(in_fd: int, out_fd: int) -> int:
-    from . import protocol
-
-    config = pickle.loads(protocol.read_frame(in_fd))
-    warnings.simplefilter("ignore")  # warnings would read source files and print
+def child_main(warm: Warm, req_fd: int, rep_fd: int, baseline_kb: int, zygote_pid: int,
+               layers: list[str]) -> None:
+    """Lock the child down further, then serve programs until told to stop; never returns."""
     try:
-        factory, guard = _warm_up(config)
-        from . import images, lockdown, runtime
+        from . import lockdown
 
-        layers, lockdown_warnings = (lockdown.apply(config["memory_mb"], config["parent_pid"])
-                                     if config["lockdown"] else ([], ["lockdown disabled"]))
-        timer = runtime.SoftTimer()
-    except BaseException as exc:  # noqa: B036 - report every startup failure to the parent
+        _reconnect_tool_host()
+        lockdown.apply_child(warm.config["memory_mb"], baseline_kb, zygote_pid, layers)
+    except BaseException as exc:  # noqa: B036 - report every set-up failure to the parent
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        protocol.send_json(out_fd, {"fatal": detail})
-        return 1
-    protocol.send_json(out_fd, {"ready": True, "pid": os.getpid(), "layers": layers,
-                                "warnings": lockdown_warnings})
-    cache = images.ImageLRU()
-    # Retire the worker before slow leaks (tool caches, heap fragmentation) can
-    # turn into memory errors charged to innocent programs.
+        _send(rep_fd, {"fatal": f"sandbox child could not start: {detail}"})
+        os._exit(1)
+    try:
+        serve(warm, req_fd, rep_fd)
+    finally:
+        os._exit(0)  # no interpreter teardown: no finaliser of a program runs after it
+
+
+def serve(warm: Warm, req_fd: int, rep_fd: int) -> None:
+    from . import runtime
+
+    config = warm.config
+    hygiene = warm.hygiene
     rss_limit_kb = _peak_rss_kb() + (config["memory_mb"] or 4096) * 1024 // 2
-    served = 0
+    served, outcome = 0, {}
+    images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
+    hygiene.start()
     while True:
-        frame = protocol.read_frame(in_fd)
+        frame = protocol.read_frame(req_fd)
         if frame is None:
-            return 0
+            return
         request = pickle.loads(frame)
-        key = request["image_key"]
-        if request.get("image") is not None:
-            image = request["image"]
-            cache.put(key, image.nbytes, image)
-        image = cache.get(key)
-        if image is None:
-            protocol.send_json(out_fd, {"id": request["id"], "need_image": key})
-            continue
+        rid, frame = request["id"], None
         try:
+            if request["image"] is not None:
+                images.put(request["image_key"], request["image"], request["image"].nbytes)
+            image = images.get(request["image_key"])
             report = _Report(marshal.loads(request["code"]), request["mutates_attributes"])
-            outcome = runtime.run_program(
-                report, factory(config["backend"]), image.copy(), request["entry"], timer,
-                config["timeout_s"], config["cpu_time_s"], guard)
+            args = (runtime.run_program, report, warm.fresh_namespace(), image.copy(),
+                    request["entry"], warm.timer, config["timeout_s"], config["cpu_time_s"])
+            image = None
+            request = None
+            outcome = hygiene.run(*args)
         except BaseException as exc:  # noqa: B036 - a failure outside the program itself
             outcome = {"status": "runtime_error", "answer": None, "raw_type": None,
-                       "error": f"Error: sandbox failure: {type(exc).__name__}: {exc}",
+                       "error": f"Error: sandbox failure: {type(exc).__name__}",
                        "duration_s": 0.0, "stdout": ""}
-        outcome["id"] = request["id"]
+        report = args = request = None
         served += 1
-        # After a memory blow-up the heap may stay fragmented: hand back a fresh worker.
-        outcome["recycle"] = (outcome["status"] == "memory_limit"
-                              or served >= config["max_tasks_per_worker"]
-                              or _peak_rss_kb() > rss_limit_kb)
-        protocol.send_json(out_fd, outcome)
-        if outcome["recycle"]:
-            return 0
+        # A child is retired after its quota, and after a memory blow-up or a timeout
+        # (the heap may stay fragmented, the program may have been stopped anywhere).
+        last = (served >= config["max_tasks_per_worker"]
+                or outcome["status"] in ("memory_limit", "timeout")
+                or _peak_rss_kb() > rss_limit_kb)
+        _send(rep_fd, {"id": rid, "last": last, **outcome})
+        if last:
+            return
+        # Checked after the reply, off the parent's critical path. A child that finds
+        # state left behind says so (the parent then gives the next program, which it
+        # may already have sent, to a clean child) and exits without reading on.
+        hygiene.reset()
+        if not hygiene.clean():
+            _send(rep_fd, {"retire": True})
+            return
+
+
+def _send(fd: int, reply: dict) -> None:
+    try:
+        protocol.send_json(fd, reply)
+    except OSError:
+        os._exit(1)  # the parent is gone or gave up on us
+
+
+def _reconnect_tool_host() -> None:
+    """Each child gets its own connection to a tool host (if the namespace uses one):
+    sharing the zygote's socket between children would interleave their frames."""
+    import sys
+
+    client = sys.modules.get("envs.tools.host_client")
+    if client is not None:
+        client.reconnect_after_fork()
 
 
 def _peak_rss_kb() -> int:
@@ -115,16 +166,3 @@ class _Report:
     def __init__(self, code, mutates_attributes):
         self.code = code
         self.mutates_attributes = mutates_attributes
-
-
-def main() -> int:
-    in_fd, out_fd = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.close(devnull)
-    return serve(in_fd, out_fd)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

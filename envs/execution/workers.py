@@ -1,18 +1,23 @@
-"""Parent-side handle on one sandbox worker process."""
+"""Parent-side handles: the zygote process and the children it forks."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import secrets
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
 
-from .images import ImageLRU
-from .protocol import FrameBuffer, encode
+from .lru import ByteLRU
+from .protocol import FrameBuffer, ProtocolViolation, encode
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_CTL_MESSAGE = 1 << 16
+CHILD_IMAGE_CACHE_BYTES = 32 << 20
 
 
 # Environment variables a worker inherits: what Python, numeric libraries and
@@ -28,8 +33,9 @@ def worker_env() -> dict:
     env = {name: value for name, value in os.environ.items()
            if name.startswith(_ENV_PREFIXES)
            and not any(word in name.upper() for word in _ENV_SECRET_WORDS)}
-    # One thread per library per worker: the pool is the parallelism, and every
-    # extra thread reserves address space that would count against RLIMIT_AS.
+    # One thread per library per worker: the pool is the parallelism, every extra
+    # thread reserves address space that would count against RLIMIT_AS, and the
+    # zygote must be single-threaded to fork safely.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
         env[var] = "1"
@@ -41,33 +47,123 @@ def worker_env() -> dict:
     return env
 
 
-class WorkerHandle:
-    """States: starting -> idle <-> busy; dead once killed or exited."""
+class ZygoteHandle:
+    """The warmed-up process children are forked from. States: starting -> ready; dead."""
 
     def __init__(self, config: dict, debug: bool = False):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "envs.execution.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None if debug else subprocess.DEVNULL,
-            cwd=_PACKAGE_ROOT, env=worker_env(), start_new_session=True, close_fds=True)
-        self.write_fd = self.proc.stdin.fileno()
-        self.read_fd = self.proc.stdout.fileno()
-        os.set_blocking(self.read_fd, False)
-        self.buffer = FrameBuffer()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "envs.execution.zygote", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
+                cwd=_PACKAGE_ROOT, env=worker_env(), start_new_session=True)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.sock.settimeout(5.0)  # sends only; reads happen after select says readable
         self.state = "starting"
         self.started_at = time.monotonic()
         self.info: dict = {}
-        self.task = None          # the task key being run
-        self.deadline = None      # monotonic time after which the worker is killed
-        self.images = ImageLRU()  # mirror of the worker's image cache
-        self.send(pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL))
+        self.send(config)
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, payload: bytes, deadline: float | None = None) -> bool:
-        """Write one frame without risking a hang on a worker that stopped reading."""
+    def send(self, message: dict, fds: tuple = ()) -> bool:
+        try:
+            socket.send_fds(self.sock, [pickle.dumps(message)], list(fds))
+        except OSError:
+            return False
+        return True
+
+    def spawn(self, token: int) -> "ChildHandle | None":
+        """Ask for a child; its pipes are made here, so only this process holds the far ends."""
+        req_r, req_w = os.pipe2(os.O_CLOEXEC)
+        rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            sent = self.send({"op": "spawn", "token": token}, (req_r, rep_w))
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        if not sent:
+            os.close(req_w)
+            os.close(rep_r)
+            return None
+        return ChildHandle(token, req_w, rep_r)
+
+    def kill_child(self, token: int) -> None:
+        self.send({"op": "kill", "token": token})
+
+    def messages(self) -> tuple[list[dict], bool]:
+        """(messages available now, whether the zygote has gone)."""
+        out = []
+        while select.select([self.sock], [], [], 0)[0]:
+            try:
+                data = self.sock.recv(_CTL_MESSAGE)
+                message = json.loads(data) if data else None
+            except (OSError, ValueError):
+                return out, True
+            if message is None:
+                return out, True
+            if isinstance(message, dict):
+                out.append(message)
+        return out, False
+
+    def close(self, wait_s: float = 2.0) -> None:
+        """Ask the zygote to stop (it kills and reaps its children), then make sure."""
+        if self.state == "dead":
+            return
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+            self.proc.wait(timeout=wait_s)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the zygote and, through its process group, every child."""
+        if self.state == "dead":
+            return
+        self.state = "dead"
+        for kill in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), self.proc.kill):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class ChildHandle:
+    """One forked child. States: spawning -> idle <-> busy; dead once gone.
+
+    ``deadline`` is absolute: set when a program is sent, never moved by anything the
+    child does. ``request_id`` is the id the one acceptable reply must carry."""
+
+    def __init__(self, token: int, write_fd: int, read_fd: int):
+        self.token = token
+        self.pid: int | None = None
+        self.write_fd = write_fd
+        self.read_fd = read_fd
+        os.set_blocking(self.read_fd, False)
+        self.buffer = FrameBuffer()
+        self.state = "spawning"
+        self.task = None
+        self.request_id: str | None = None
+        self.deadline: float | None = None
+        self.sent_at: float | None = None
+        self.how: str | None = None  # how it ended, from the zygote
+        self.images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
+        self.nonce = secrets.token_hex(8)  # request ids: this nonce and a counter
+        self.retiring = False
+
+    def send(self, payload: bytes, deadline: float) -> bool:
+        """Write one frame without risking a hang on a child that stopped reading."""
         view = memoryview(encode(payload))
         os.set_blocking(self.write_fd, False)
         try:
@@ -75,57 +171,37 @@ class WorkerHandle:
                 try:
                     view = view[os.write(self.write_fd, view):]
                 except BlockingIOError:
-                    wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    wait = max(0.0, deadline - time.monotonic())
                     if wait == 0.0:
                         return False
                     select.select([], [self.write_fd], [], wait)
-        except (BrokenPipeError, OSError):
+        except OSError:
             return False
         return True
 
-    def read(self) -> list[dict] | None:
-        """Frames available now; None when the worker closed its end (died or exited)."""
+    def read(self) -> tuple[list[dict], bool]:
+        """(frames available now, whether the child closed its end). Raises
+        ProtocolViolation on bytes that are not well-formed frames."""
         frames = []
         while True:
             try:
                 chunk = os.read(self.read_fd, 1 << 16)
             except BlockingIOError:
-                return frames
+                return frames, False
             except OSError:
-                return None if not frames else frames
+                return frames, True
             if not chunk:
-                return None if not frames else frames
+                return frames, True
             frames.extend(self.buffer.feed(chunk))
 
-    def kill(self) -> None:
-        """SIGKILL: the one signal a program cannot trap or ignore."""
-        if self.state == "dead":
-            return
+    def close(self) -> None:
         self.state = "dead"
-        try:
-            self.proc.kill()
-        except ProcessLookupError:
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for fd in (self.write_fd, self.read_fd):
             try:
-                stream.close()
+                os.close(fd)
             except OSError:
                 pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        self.write_fd = self.read_fd = -1
 
-    def exit_description(self) -> str:
-        code = self.proc.poll()
-        if code is None:
-            try:
-                code = self.proc.wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                return "stopped responding"
-        if code < 0:
-            try:
-                return f"was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"was killed by signal {-code}"
-        return f"exited with code {code}"
+
+__all__ = ["ZygoteHandle", "ChildHandle", "ProtocolViolation", "worker_env"]

@@ -107,6 +107,24 @@ class Connection:
             # tool call reports it instead, so programs get a runtime_error naming the cause.
             self.error = self.error or f"cannot reach the tool host at {path}: {exc}"
 
+    def reopen(self) -> None:
+        """A new socket for a freshly forked sandbox child. The inherited one stays the
+        zygote's: two processes writing frames to one stream would interleave them, and a
+        child killed mid-frame would desynchronise it for the next. The handshake's
+        answer (``info``) is kept; request ids restart on the new stream."""
+        old, self.sock = getattr(self, "sock", None), None
+        if old is not None:
+            old.close()  # this process's copy only; the zygote keeps its own
+        self.reader, self.pending, self.next_id, self.sent_images = FrameReader(), {}, 0, set()
+        if self.error:
+            return
+        try:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(self.timeout_s)
+            self.sock.connect(self.path)
+        except OSError as exc:
+            self.error = f"cannot reach the tool host at {self.path}: {exc}"
+
     def request(self, header: dict, blob: bytes = b"") -> dict:
         with self.lock:
             if self.error:
@@ -158,6 +176,12 @@ class Connection:
 
 
 _CONNECTIONS: dict = {}
+
+
+def reconnect_after_fork() -> None:
+    """Give every connection of this (just forked) process a socket of its own."""
+    for conn in _CONNECTIONS.values():
+        conn.reopen()
 
 
 def parse_spec(spec: str) -> tuple:

@@ -12,7 +12,6 @@ from PIL import Image
 
 from envs.execution import Executor, ExecutorError, shared_executor
 from envs.execution.cli import main as cli_main
-from envs.execution.images import image_key
 
 PLAIN = "envs.execution.namespaces:plain_namespace"
 RGB = np.zeros((24, 32, 3), np.uint8)
@@ -148,23 +147,16 @@ def test_workers_killed_from_outside_are_replaced(ex):
     assert all(r.status == "ok" for r in results)
 
 
-def test_workers_are_retired_after_max_tasks():
-    with Executor(timeout_s=2.0, workers=1, max_tasks_per_worker=3,
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_each_child_runs_at_most_max_tasks_programs(tasks):
+    with Executor(timeout_s=2.0, workers=1, max_tasks_per_worker=tasks,
                   namespace_factory=PLAIN) as executor:
         results = executor.run([entry(f"return {i}") for i in range(7)], [RGB] * 7)
         assert [r.answer for r in results] == [str(i) for i in range(7)]
-        assert executor.stats["worker_restarts"] >= 2
-
-
-def test_a_worker_missing_an_image_asks_for_it(ex):
-    # The parent mirrors each worker's image cache; if the mirror is ever wrong
-    # the worker asks for the image instead of failing the program.
-    image = RGB.copy()
-    image[1, 1] = 99
-    for worker in ex._pool:
-        worker.images.put(image_key(image), image.nbytes)
-    [result] = ex.run([entry(f"# {time.monotonic_ns()}", "return int(image[1, 1, 0])")], [image])
-    assert result.status == "ok" and result.answer == "99"
+        spawned = executor.stats["children_spawned"]
+        # One child per program by default; with 3, seven programs need three (plus a spare).
+        assert spawned >= 7 if tasks == 1 else 3 <= spawned <= 5
+        assert executor.stats["worker_restarts"] == 0  # retiring is not a restart
 
 
 def test_workers_die_with_their_parent(tmp_path):
@@ -186,7 +178,7 @@ def test_workers_die_with_their_parent(tmp_path):
                          timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
                              os.path.abspath(__file__)))))
     pids = [int(p) for p in out.stdout.split()]
-    assert len(pids) == 2, out.stderr
+    assert len(pids) >= 3, out.stderr  # the zygote and (at least) the two busy children
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.05)

@@ -135,20 +135,19 @@ def test_memory_within_budget_is_fine(small_memory):
 
 
 def test_cpu_time_limit_ends_a_busy_program_before_the_wall_clock():
-    with Executor(timeout_s=6.0, cpu_time_s=1.0, workers=1,
+    # The wall-clock limit is far away, so this holds however loaded the machine is.
+    with Executor(timeout_s=120.0, cpu_time_s=1.0, workers=1,
                   namespace_factory="envs.execution.namespaces:plain_namespace") as ex:
         ex.wait_ready()
-        start = time.monotonic()
         [result] = ex.run([entry("n = 0", "while True:", "    n += 1")], [IMAGE])
-        assert time.monotonic() - start < 4.0
         assert result.status == "timeout" and "CPU time" in result.error
 
 
 def test_deep_recursion_is_a_runtime_error_and_the_worker_survives(plain):
-    pids = plain.worker_pids
+    restarts = plain.stats["worker_restarts"]
     result = run_one(plain, "def f(n):\n    return f(n + 1)\n" + entry("return f(0)"))
     assert result.status == "runtime_error" and "RecursionError" in result.error
-    assert plain.worker_pids == pids
+    assert plain.stats["worker_restarts"] == restarts  # answered; nothing had to be killed
     assert_pool_healthy(plain)
 
 
@@ -160,10 +159,10 @@ def test_deep_recursion_is_a_runtime_error_and_the_worker_survives(plain):
     (entry("raise GeneratorExit"), "GeneratorExit"),
 ])
 def test_exit_attempts_are_runtime_errors_and_the_worker_survives(plain, program, needle):
-    pids = plain.worker_pids
+    restarts = plain.stats["worker_restarts"]
     result = run_one(plain, program)
     assert result.status == "runtime_error" and needle in result.error
-    assert plain.worker_pids == pids
+    assert plain.stats["worker_restarts"] == restarts
     assert_pool_healthy(plain)
 
 
@@ -240,12 +239,14 @@ def test_rebinding_builtins_does_not_leak_into_the_next_program(plain):
     assert {r.answer for r in plain.run(clean, [IMAGE] * 4)} == {"3"}
 
 
-def test_patching_shared_classes_is_undone(plain):
+def test_shared_classes_cannot_be_patched(plain):
     salt = time.monotonic_ns()
     patch = [f"# {salt} {i}\nimport collections\n" + entry(
         "C = collections.Counter", "C.most_common = lambda self, n=None: [('hacked', 1)]",
         "return C('aab').most_common(1)[0][0]") for i in range(4)]
-    assert {r.answer for r in plain.run(patch, [IMAGE] * 4)} == {"hacked"}
+    results = plain.run(patch, [IMAGE] * 4)
+    assert {r.status for r in results} == {"runtime_error"}, results
+    assert "shared class Counter" in results[0].error
     check = [f"# {salt} check {i}\nimport collections\n" + entry(
         "return collections.Counter('aab').most_common(1)[0][0]") for i in range(4)]
     assert {r.answer for r in plain.run(check, [IMAGE] * 4)} == {"a"}

@@ -133,14 +133,28 @@ def test_to_answer_uses_str_for_other_objects():
     assert len(to_answer("x" * 10_000)) <= 1000
 
 
-def test_result_from_untrusted_dict_is_validated():
-    bad = ExecutionResult.from_dict({"status": "pwned", "answer": 3})
-    assert bad.status == "runtime_error"
-    ok = ExecutionResult.from_dict({"status": "ok", "answer": "yes", "error": None,
-                                    "duration_s": "nan", "raw_type": 5, "stdout": "x" * 10**6})
-    assert ok.status == "ok" and ok.answer == "yes" and ok.raw_type is None
-    assert ok.duration_s == 0.0 and len(ok.stdout) <= 64 * 1024
-    assert set(ok.to_dict()) == {"status", "answer", "error", "duration_s", "raw_type", "stdout"}
+GOOD_REPLY = {"status": "ok", "answer": "yes", "error": None, "duration_s": 0.5,
+              "raw_type": "str", "stdout": ""}
+
+
+@pytest.mark.parametrize("change", [
+    {"status": "pwned"}, {"status": "protocol_error"}, {"answer": 3}, {"duration_s": "nan"},
+    {"duration_s": float("nan")}, {"duration_s": -1.0}, {"duration_s": True},
+    {"raw_type": 5}, {"stdout": None}, {"extra": 1}, {"error": ["x"]},
+])
+def test_a_malformed_reply_is_refused_whole(change):
+    assert ExecutionResult.from_reply(GOOD_REPLY | change) is None
+    assert ExecutionResult.from_reply({k: v for k, v in GOOD_REPLY.items() if k != "stdout"}) \
+        is None
+    assert ExecutionResult.from_reply(["not", "a", "dict"]) is None
+
+
+def test_a_valid_reply_is_capped_and_made_encodable():
+    reply = ExecutionResult.from_reply(GOOD_REPLY | {"answer": "a\ud800b", "stdout": "x" * 10**6})
+    assert reply.status == "ok" and reply.answer == "a?b"
+    reply.answer.encode("utf-8")
+    assert len(reply.stdout) <= 4096 + 100
+    assert set(reply.to_dict()) == {"status", "answer", "error", "duration_s", "raw_type", "stdout"}
 
 
 def test_error_format_matches_reprompting_style():

@@ -15,9 +15,14 @@ def compiled(source, mutates=False):
                         mutates_attributes=mutates)
 
 
-def run(source, namespace=None, timeout=1.0, guard=None, mutates=False):
-    return runtime.run_program(compiled(source, mutates), dict(namespace or {}), None,
-                               "execute_command", runtime.SoftTimer(), timeout, None, guard)
+def run(source, namespace=None, timeout=1.0):
+    from envs.execution.policy import check_program
+
+    report = check_program(source)
+    if report.status is not None:  # these tests run what the policy would refuse, too
+        report = compiled(source)
+    return runtime.run_program(report, dict(namespace or {}), None, "execute_command",
+                               runtime.SoftTimer(), timeout, None)
 
 
 @pytest.mark.parametrize("statement", [
@@ -85,18 +90,29 @@ def test_swallowed_timeouts_still_count_as_timeouts():
     assert out["duration_s"] < 1.0
 
 
-def test_class_guard_undoes_changes_to_shared_classes():
-    class Tool:
-        def find(self):
-            return "real"
+def test_attribute_writes_are_allowed_only_on_what_the_program_made():
+    shared = collections.OrderedDict()  # stands for any library object
+    out = run("class Box:\n    pass\n"
+              "def helper():\n    return 1\n"
+              "def execute_command(image):\n    b = Box()\n    b.size = 3\n    b.size += 1\n"
+              "    helper.calls = 2\n    Box.kind = 'box'\n    (b.x, b.y) = (1, 2)\n    del b.x\n"
+              "    return [b.size, helper.calls, Box.kind, b.y]\n")
+    assert out["status"] == "ok" and out["answer"] == "4", out
+    for statement in ("f = shared; f.extra = 1", "setattr(shared, 'extra', 1)",
+                      "f = math.sqrt; f.extra = 1", "f = shared; del f.popitem",
+                      "import functools\n    functools.update_wrapper(shared, len)"):
+        out = run(f"def execute_command(image):\n    {statement}\n",
+                  {"shared": shared, "math": math})
+        assert out["status"] == "runtime_error" and "only objects they made" in out["error"], \
+            (statement, out)
+    assert not hasattr(shared, "extra") and not hasattr(math.sqrt, "extra")
 
-    guard = runtime.ClassGuard({"Tool": Tool})
-    out = run("def execute_command(image):\n    T = Tool\n    T.find = lambda self: 'fake'\n"
-              "    T.extra = 1\n    return Tool().find()\n", {"Tool": Tool}, guard=guard,
-              mutates=True)
-    assert out["answer"] == "fake"
-    assert Tool().find() == "real" and not hasattr(Tool, "extra")
-    assert collections.Counter("aab").most_common(1) == [("a", 2)]
+
+def test_attribute_names_are_copied_before_they_are_checked():
+    """A str subclass that claims not to start with '_' is checked as what it holds."""
+    out = run("class Liar(str):\n    def startswith(self, *a):\n        return False\n"
+              "def execute_command(image):\n    return getattr(image, Liar('__class__'))\n")
+    assert out["status"] == "runtime_error" and "__class__" in out["error"], out
 
 
 def test_program_line_numbers_point_at_the_failing_statement():
