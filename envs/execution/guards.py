@@ -14,6 +14,7 @@ but shared functions and shared instances are not.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 
 from .policy import attribute_refusal
@@ -57,7 +58,15 @@ def _require_owned(obj, name: str) -> None:
 
 
 def guarded_getattr(obj, name, *default):
-    return getattr(obj, checked_name(name), *default)
+    name = checked_name(name)
+    if name in ("format", "format_map"):
+        try:
+            return format_attribute(obj, name)
+        except AttributeError:
+            if default:
+                return default[0]
+            raise
+    return getattr(obj, name, *default)
 
 
 def guarded_hasattr(obj, name) -> bool:
@@ -118,3 +127,245 @@ def wraps(wrapped, assigned=functools.WRAPPER_ASSIGNMENTS, updated=functools.WRA
 
 # Module attributes programs get in place of the real ones (ModuleView looks here).
 REPLACEMENTS = {("functools", "update_wrapper"): update_wrapper, ("functools", "wraps"): wraps}
+
+
+# ---------------------------------------------------------------- format strings
+
+def check_format(fmt: str) -> str:
+    """``fmt`` (an exact str) if no replacement field of it reaches a refused attribute
+    (``{0.__class__}``, ``{x._secret}``), nested format specs included."""
+    import _string
+
+    for _literal, field, spec, _conversion in _string.formatter_parser(fmt):
+        if field is not None:
+            _first, rest = _string.formatter_field_name_split(field)
+            for is_attribute, key in rest:
+                if is_attribute:
+                    reason = attribute_refusal(key)
+                    if reason:
+                        raise AttributeError(f"format string: {reason}")
+        if spec:
+            check_format(spec)
+    return fmt
+
+
+def format_attribute(obj, name: str):
+    """What ``obj.format`` / ``obj.format_map`` give a program: for strings (and ``str``
+    itself), a version that checks the format string when it is called."""
+    method = getattr(obj, name)
+    if isinstance(obj, str):
+        text = exact_str(obj)
+        real = getattr(str, name)
+        return lambda *args, **kwargs: real(check_format(text), *args, **kwargs)
+    if issubclass(type(obj), type) and issubclass(obj, str):
+        real = getattr(str, name)
+        return lambda fmt, *args, **kwargs: real(check_format(exact_str(fmt)), *args, **kwargs)
+    return method
+
+
+# ---------------------------------------------------------------- class creation
+
+def checked_namespace(namespace) -> dict:
+    """An exact dict copy of a class namespace a program hands to a class factory, or
+    TypeError: no special names beyond the safe methods (no array protocols, attribute
+    hooks, copy hooks or finalisers on objects library code will handle)."""
+    from .policy import namespace_refusal
+
+    if not isinstance(namespace, dict):
+        raise TypeError("a class namespace must be a dict")
+    copy = dict(namespace)
+    reason = namespace_refusal(list(copy))
+    if reason:
+        raise TypeError(reason)
+    return copy
+
+
+def _refuse_metaclass_bases(bases) -> None:
+    for base in bases:
+        if issubclass(type(base), type) and issubclass(base, type):
+            raise TypeError("programs may not define metaclasses")
+
+
+class TypeGuard:
+    """The ``type`` programs see. ``type(x)`` is the real class of ``x`` (``type`` itself is
+    this guard, so ``type(int) is type`` holds); ``type(name, bases, dict)`` checks the
+    namespace first; ``type`` cannot be subclassed or subscripted (both would reach the
+    real one)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs:
+            cls = type(args[0])
+            if cls is type:
+                return self
+            if issubclass(cls, type) and cls not in CHECKED_METACLASSES:
+                raise TypeError("programs may not use the metaclass of this class")
+            return ARRAY_CLASSES.get(cls, cls)
+        if len(args) != 3:
+            raise TypeError("type() takes 1 or 3 arguments")
+        name, bases, namespace = args
+        _refuse_metaclass_bases(bases)
+        return type(name, bases, checked_namespace(namespace), **kwargs)
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, type)
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls, type)
+
+    def __mro_entries__(self, bases):
+        raise TypeError("programs may not define metaclasses")
+
+    def __getattr__(self, name):
+        return getattr(type, checked_name(name))
+
+    def __repr__(self):
+        return "<class 'type'>"
+
+
+TYPE = TypeGuard()
+# Python-level metaclasses of allowed modules whose __new__ checks namespaces once
+# patched (patch_metaclasses, in the zygote before it freezes).
+CHECKED_METACLASSES: set = set()
+
+
+def patch_metaclasses() -> None:
+    """Make ``abc.ABCMeta`` and ``enum.EnumType`` check every class namespace they are
+    given (class statements, ``ABCMeta(name, bases, dict)``, the functional Enum API)."""
+    import abc
+    import enum
+
+    for meta in (abc.ABCMeta, enum.EnumType):
+        original = meta.__dict__["__new__"]
+
+        def checked_new(mcls, name, bases, namespace, /, _original=original, **kwargs):
+            if _for_a_program():
+                from .policy import namespace_refusal
+
+                reason = namespace_refusal(list(namespace))
+                if reason:
+                    raise TypeError(reason)
+                _refuse_metaclass_bases(bases)
+            return _original(mcls, name, bases, namespace, **kwargs)
+
+        meta.__new__ = checked_new
+        CHECKED_METACLASSES.add(meta)
+
+
+def _for_a_program() -> bool:
+    """Whether a program's code is on the stack (libraries also make classes, lazily)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == PROGRAM_FILENAME:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def build_class(func, name, *bases, **kwargs):
+    """``__build_class__`` for programs: no class statement may derive from a metaclass."""
+    import builtins
+
+    _refuse_metaclass_bases(bases)
+    return builtins.__build_class__(func, name, *bases, **kwargs)
+
+
+def make_dataclass(cls_name, fields, *, namespace=None, **kwargs):
+    """``dataclasses.make_dataclass`` with the class namespace and field names checked
+    (a field named like an array protocol would become an instance attribute)."""
+    import dataclasses
+
+    names = [f if isinstance(f, str) else f[0] for f in fields]
+    for field_name in names:
+        if not (type(field_name) is str and not field_name.startswith("_")):
+            raise TypeError(f"dataclass field names must be public names, got {field_name!r}")
+    return dataclasses.make_dataclass(cls_name, fields, namespace=checked_namespace(
+        namespace or {}), **kwargs)
+
+
+def _unavailable(what: str, why: str):
+    def refuse(*_args, **_kwargs):
+        raise AttributeError(f"{what} is not available in programs ({why})")
+    return refuse
+
+
+REPLACEMENTS.update({
+    ("dataclasses", "make_dataclass"): make_dataclass,
+    # typing.Type calls the real ``type``; singledispatch evaluates annotation strings.
+    ("typing", "Type"): _unavailable("typing.Type", "it creates classes unchecked; use type"),
+    ("functools", "singledispatch"): _unavailable(
+        "functools.singledispatch", "it evaluates annotation strings"),
+    ("functools", "singledispatchmethod"): _unavailable(
+        "functools.singledispatchmethod", "it evaluates annotation strings"),
+})
+
+
+# ---------------------------------------------------------------- numpy raw memory
+
+class _ArrayClass:
+    """What programs get for ``numpy.ndarray`` and ``numpy.recarray`` (from the numpy
+    view, from ``type(array)``, as a base class): the real class, except that it cannot
+    be built over an explicit buffer. numpy accepts an object-dtype array or a negative
+    offset over a ``bytearray``; either reads or forges raw memory."""
+
+    __slots__ = ("real", "buffer_arg", "buffer_position", "subclassable")
+
+    def __init__(self, real: type, buffer_arg: str, buffer_position: int):
+        self.real = real
+        self.buffer_arg = buffer_arg
+        self.buffer_position = buffer_position
+        # Subclasses a program derives inherit a __new__ that makes the same check.
+        check = self._check
+
+        def checked_new(cls, *args, **kwargs):
+            check(args, kwargs)
+            return real.__new__(cls, *args, **kwargs)
+        self.subclassable = type(real.__name__, (real,), {"__new__": checked_new,
+                                                           "__module__": real.__module__})
+
+    def _check(self, args, kwargs) -> None:
+        given = (args[self.buffer_position] if len(args) > self.buffer_position else None,
+                 kwargs.get(self.buffer_arg))
+        if any(value is not None for value in given):
+            raise TypeError(f"numpy.{self.real.__name__}({self.buffer_arg}=...) is not "
+                            "available in programs (it reads memory outside the buffer)")
+
+    def __call__(self, *args, **kwargs):
+        self._check(args, kwargs)
+        return self.real(*args, **kwargs)
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, self.real)
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls.real if type(cls) is _ArrayClass else cls, self.real)
+
+    def __mro_entries__(self, bases):
+        return (self.subclassable,)
+
+    def __getitem__(self, item):
+        return types.GenericAlias(self, item)
+
+    def __getattr__(self, name):
+        return getattr(self.real, checked_name(name))
+
+    def __eq__(self, other):
+        return other is self or other is self.real
+
+    def __hash__(self):
+        return hash(self.real)
+
+    def __repr__(self):
+        return repr(self.real)
+
+
+def _array_classes() -> dict:
+    import numpy as np
+
+    return {np.ndarray: _ArrayClass(np.ndarray, "buffer", 2),
+            np.recarray: _ArrayClass(np.recarray, "buf", 2)}
+
+
+ARRAY_CLASSES = _array_classes()
+REPLACEMENTS.update({("numpy", cls.__name__): proxy for cls, proxy in ARRAY_CLASSES.items()})

@@ -103,7 +103,9 @@ class Hygiene:
             np.random.set_state(self.numpy_state)
 
     def start(self) -> None:
-        """In a new child, before its first program."""
+        """In a new child, before its first program. Python reseeds ``random`` in every
+        forked child; the reset makes the first program start where every other does."""
+        self.reset()
         gc.collect()
         gc.freeze()
 

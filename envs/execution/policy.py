@@ -10,7 +10,6 @@ file-system writes, network, new processes or the real ``builtins``.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 # Modules a program may import. Submodules must be listed themselves: allowing
@@ -44,11 +43,41 @@ DENIED_ATTRIBUTES = frozenset({
     # reflection helpers that take attribute names as strings or evaluate strings
     "attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "Formatter",
     "get_field", "settrace", "setprofile", "system", "popen",
+    # a class's real bases (numpy.ndarray behind what programs get, see guards.py)
+    "mro",
 })
 
-_REFLECTION_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-# "{0.__class__}".format(x) walks attributes inside a string literal.
-_FORMAT_TRAVERSAL = re.compile(r"\{[^{}]*[.\[]\s*_")
+# Special methods a program may define. Each is called only by the program's own code
+# or by the interpreter on the program's own objects, under its time limit. Not among
+# them: the array protocols numpy reads raw memory through (__array_interface__, ...),
+# attribute hooks that could fake them (__getattr__, __getattribute__), copy and pickle
+# hooks (__reduce__, __getstate__, ...) that let the copy module set any attribute on
+# any object, finalisers (__del__), class-creation hooks (__init_subclass__,
+# __set_name__, __class_getitem__, __mro_entries__), and metaclass checks.
+SAFE_DUNDER_METHODS = frozenset({
+    "__init__", "__post_init__", "__repr__", "__str__", "__len__", "__iter__", "__next__",
+    "__contains__", "__getitem__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__hash__", "__bool__", "__call__", "__enter__", "__exit__", "__neg__",
+    "__pos__", "__abs__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+    "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+    "__rmod__", "__pow__", "__rpow__",
+})
+# Names the interpreter itself puts in a class namespace.
+IMPLICIT_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__annotations__",
+                                  "__classcell__", "__orig_bases__", "__firstlineno__",
+                                  "__static_attributes__", "__dict__", "__weakref__"})
+
+
+def namespace_refusal(names) -> str | None:
+    """Why a class may not be created with these attribute names (from ``type(n, b, d)``,
+    a metaclass, ``make_dataclass``, an enum's members), or None."""
+    for name in names:
+        if type(name) is not str:
+            return "class attribute names must be plain strings"
+        if name.startswith("__") and name.endswith("__") and name not in SAFE_DUNDER_METHODS \
+                and name not in IMPLICIT_CLASS_NAMES:
+            return f"a class may not define '{name}' in programs"
+    return None
 
 
 def attribute_refusal(name: str) -> str | None:
@@ -89,8 +118,10 @@ def check_program(source: str, filename: str = "<program>") -> PolicyReport:
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc.msg}", exc.lineno)
     except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc}")
+    from .syntax import Checker, Rewriter
+
     try:
-        checker = _Checker(tree)
+        checker = Checker(tree)
         checker.visit(tree)
     except RecursionError:
         return PolicyReport("compile_error", "the program is nested too deeply")
@@ -98,119 +129,10 @@ def check_program(source: str, filename: str = "<program>") -> PolicyReport:
         message, line = checker.refusal
         return PolicyReport("forbidden", message, line)
     try:
-        tree = ast.fix_missing_locations(_AttributeWrites().visit(tree))
+        tree = ast.fix_missing_locations(Rewriter().visit(tree))
         code = compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        # ValueError includes UnicodeEncodeError: a lone surrogate in a string literal.
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc}",
                             getattr(exc, "lineno", None))
     return PolicyReport(None, code=code, mutates_attributes=checker.mutates_attributes)
-
-
-class _AttributeWrites(ast.NodeTransformer):
-    """``obj.name`` as an assignment or ``del`` target becomes
-    ``__vprl_attr__(obj)['name']``: the runtime guard (guards.AttributeTarget) then checks
-    that the program owns ``obj``, in every binding form Python has."""
-
-    def visit_Attribute(self, node):
-        self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load):
-            return node
-        target = ast.Call(ast.Name("__vprl_attr__", ast.Load()), [node.value], [])
-        return ast.copy_location(
-            ast.Subscript(ast.copy_location(target, node), ast.Constant(node.attr), node.ctx),
-            node)
-
-
-def _root_name(node: ast.AST) -> str | None:
-    """The variable at the base of ``a.b[c].d``, or None for call results etc."""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-class _Checker(ast.NodeVisitor):
-    def __init__(self, tree: ast.AST):
-        self.refusal: tuple[str, int | None] | None = None
-        self.mutates_attributes = False
-        self.imported: set[str] = set()
-        self.bound: set[str] = set()
-        for node in ast.walk(tree):  # names the program binds itself
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                self.bound.add(node.id)
-            elif isinstance(node, ast.arg):
-                self.bound.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.bound.add(node.name)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.bound.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    self.imported.add((alias.asname or alias.name).split(".")[0])
-
-    def refuse(self, node: ast.AST, message: str) -> None:
-        if self.refusal is None:
-            self.refusal = (message, getattr(node, "lineno", None))
-
-    def generic_visit(self, node):
-        if self.refusal is None:
-            super().generic_visit(node)
-
-    def visit_Import(self, node):
-        for alias in node.names:
-            reason = module_refusal(alias.name)
-            if reason:
-                self.refuse(node, reason)
-
-    def visit_ImportFrom(self, node):
-        if node.level:
-            self.refuse(node, "relative imports are not allowed")
-            return
-        reason = module_refusal(node.module or "")
-        if reason:
-            self.refuse(node, reason)
-        for alias in node.names:
-            if alias.name != "*":
-                reason = attribute_refusal(alias.name)
-                if reason and f"{node.module}.{alias.name}" not in ALLOWED_MODULES:
-                    self.refuse(node, reason)
-
-    def visit_Name(self, node):
-        if node.id in DENIED_NAMES:
-            self.refuse(node, f"'{node.id}' is not allowed in programs")
-        elif node.id.startswith("__") and node.id.endswith("__"):
-            self.refuse(node, f"the special name '{node.id}' is not allowed in programs")
-
-    def visit_Attribute(self, node):
-        reason = attribute_refusal(node.attr)
-        if reason:
-            self.refuse(node, reason)
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self.mutates_attributes = True
-            self._check_mutation(node, node.value)
-        self.generic_visit(node)
-
-    def visit_Call(self, node):
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in _REFLECTION_CALLS:
-            if func.id in ("setattr", "delattr"):
-                self.mutates_attributes = True
-                if node.args:
-                    self._check_mutation(node, node.args[0])
-            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                    and isinstance(node.args[1].value, str):
-                reason = attribute_refusal(node.args[1].value)
-                if reason:
-                    self.refuse(node, reason)
-        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map") \
-                and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str) \
-                and _FORMAT_TRAVERSAL.search(func.value.value):
-            self.refuse(node, "format strings may not reach private or special attributes")
-        self.generic_visit(node)
-
-    def _check_mutation(self, node, target):
-        # Assigning onto something the program did not create itself (a tool
-        # class, a module, a builtin) would leak into the programs that run next.
-        root = _root_name(target)
-        if root is not None and (root in self.imported or root not in self.bound):
-            self.refuse(node, f"modifying '{root}' is not allowed: programs may not "
-                              "change modules, tools or builtins")

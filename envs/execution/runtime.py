@@ -104,12 +104,15 @@ def make_module_views() -> None:
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     caller = sys._getframe(1)
-    if caller.f_code.co_filename != PROGRAM_FILENAME \
-            or caller.f_code.co_code[caller.f_lasti] != _IMPORT_NAME:
+    filename = caller.f_code.co_filename
+    if (filename == PROGRAM_FILENAME and caller.f_code.co_code[caller.f_lasti] != _IMPORT_NAME) \
+            or not filename.startswith("<"):
         # Not an import statement of the program: C code (numpy's lazy
         # ``numpy._core._methods``, for one) imports through the builtins of
         # the calling frame, which are ours. It needs the real module, and the
-        # program never sees the value, so this goes to the real import.
+        # program never sees the value, so this goes to the real import. Code
+        # compiled from a string elsewhere (``<string>``: what a library evaluates,
+        # such as an annotation) gets the program's rules, not this way out.
         return _real_import(name, globals, locals, fromlist, level)
     if level:
         raise ImportError("relative imports are not allowed")
@@ -173,8 +176,10 @@ _SAFE_BUILTINS = {k: v for k, v in vars(builtins).items()
                   if k not in DENIED_NAMES and not (k.startswith("__") and k != "__build_class__")}
 _SAFE_BUILTINS.update(__import__=_guarded_import, getattr=guards.guarded_getattr,
                       hasattr=guards.guarded_hasattr, setattr=guards.guarded_setattr,
-                      delattr=guards.guarded_delattr, __name__="builtins",
-                      __vprl_attr__=guards.AttributeTarget)
+                      delattr=guards.guarded_delattr, type=guards.TYPE,
+                      __build_class__=guards.build_class, __name__="builtins",
+                      __vprl_attr__=guards.AttributeTarget,
+                      __vprl_format__=guards.format_attribute)
 
 
 def wrap_namespace(namespace: dict) -> dict:

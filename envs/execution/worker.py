@@ -40,11 +40,12 @@ class Warm:
     """What the zygote prepares once and every child inherits."""
 
     def __init__(self, config: dict):
-        from . import policy, runtime
+        from . import guards, policy, runtime
 
         for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
             importlib.import_module(name)
         runtime.make_module_views()
+        guards.patch_metaclasses()  # before the freeze makes the metaclasses immutable
         self.config = config
         self.factory = resolve_factory(config["namespace_factory"])
         self.timer = runtime.SoftTimer()
@@ -75,10 +76,17 @@ class Warm:
 
 def child_main(warm: Warm, req_fd: int, rep_fd: int, baseline_kb: int, zygote_pid: int,
                layers: list[str]) -> None:
-    """Lock the child down further, then serve programs until told to stop; never returns."""
-    try:
-        from . import lockdown
+    """Wait for the first program, lock the child down further, then serve programs until
+    told to stop; never returns. The lock-down waits for the first request because it
+    includes the connection to a tool host: a child forked ahead of need while the host
+    was restarting must connect to the host that is there when it is used."""
+    from . import lockdown
 
+    try:
+        lockdown.die_with_parent(zygote_pid)
+        first = protocol.read_frame(req_fd)
+        if first is None:
+            os._exit(0)
         _reconnect_tool_host()
         lockdown.apply_child(warm.config["memory_mb"], baseline_kb, zygote_pid, layers)
     except BaseException as exc:  # noqa: B036 - report every set-up failure to the parent
@@ -86,12 +94,12 @@ def child_main(warm: Warm, req_fd: int, rep_fd: int, baseline_kb: int, zygote_pi
         _send(rep_fd, {"fatal": f"sandbox child could not start: {detail}"})
         os._exit(1)
     try:
-        serve(warm, req_fd, rep_fd)
+        serve(warm, req_fd, rep_fd, first)
     finally:
         os._exit(0)  # no interpreter teardown: no finaliser of a program runs after it
 
 
-def serve(warm: Warm, req_fd: int, rep_fd: int) -> None:
+def serve(warm: Warm, req_fd: int, rep_fd: int, first: bytes | None = None) -> None:
     from . import runtime
 
     config = warm.config
@@ -101,7 +109,7 @@ def serve(warm: Warm, req_fd: int, rep_fd: int) -> None:
     images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
     hygiene.start()
     while True:
-        frame = protocol.read_frame(req_fd)
+        frame, first = first or protocol.read_frame(req_fd), None
         if frame is None:
             return
         request = pickle.loads(frame)
@@ -122,11 +130,12 @@ def serve(warm: Warm, req_fd: int, rep_fd: int) -> None:
                        "duration_s": 0.0, "stdout": ""}
         report = args = request = None
         served += 1
-        # A child is retired after its quota, and after a memory blow-up or a timeout
-        # (the heap may stay fragmented, the program may have been stopped anywhere).
+        # A child is retired after its quota, after a memory blow-up or a timeout (the
+        # heap may stay fragmented, the program may have been stopped anywhere), and
+        # once its tool-host connection is broken.
         last = (served >= config["max_tasks_per_worker"]
                 or outcome["status"] in ("memory_limit", "timeout")
-                or _peak_rss_kb() > rss_limit_kb)
+                or _peak_rss_kb() > rss_limit_kb or not _tool_host_healthy())
         _send(rep_fd, {"id": rid, "last": last, **outcome})
         if last:
             return
@@ -144,6 +153,14 @@ def _send(fd: int, reply: dict) -> None:
         protocol.send_json(fd, reply)
     except OSError:
         os._exit(1)  # the parent is gone or gave up on us
+
+
+def _tool_host_healthy() -> bool:
+    """A child whose tool-host connection broke retires: it cannot open a new socket."""
+    import sys
+
+    client = sys.modules.get("envs.tools.host_client")
+    return client is None or client.connections_healthy()
 
 
 def _reconnect_tool_host() -> None:

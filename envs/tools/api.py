@@ -39,7 +39,11 @@ def _memo(key: tuple, compute):
 
 
 def to_array(image) -> np.ndarray:
-    """A read-only HxWx3 uint8 copy of a numpy array or PIL image."""
+    """A read-only HxWx3 uint8 copy of a numpy array or PIL image.
+
+    The copy lives in an immutable ``bytes`` buffer: numpy refuses to make such an array
+    writeable again, so no program can change the pixels a cached tool result was
+    computed from (results are memoised by the image's digest)."""
     if isinstance(image, Image.Image):
         arr = np.array(image.convert("RGB"))
     elif isinstance(image, np.ndarray):
@@ -52,8 +56,8 @@ def to_array(image) -> np.ndarray:
     else:
         raise TypeError(f"expected an image (HxWx3 numpy array or PIL image), got "
                         f"{type(image).__name__}")
-    arr.setflags(write=False)
-    return arr
+    frozen = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.uint8)
+    return frozen.reshape(arr.shape)
 
 
 def _digest(arr: np.ndarray) -> str:
@@ -62,9 +66,11 @@ def _digest(arr: np.ndarray) -> str:
 
 
 def _text(value, what: str) -> str:
+    """``value`` as an exact ``str``: a subclass could lie in ``__eq__``/``__hash__`` and
+    poison the result cache that every later call reads."""
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    return value
+    return value if type(value) is str else str.__str__(value)
 
 
 def bool_to_yesno(bool_answer: bool) -> str:

@@ -84,6 +84,7 @@ class ToolHost:
     def start(self) -> "ToolHost":
         if hasattr(self.llm, "load"):  # now, not on the first request (which would time out)
             self.llm.load()
+        _remove_stale_socket(self.socket_path)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.socket_path)
         self._listener.listen(256)
@@ -246,6 +247,24 @@ class ToolHost:
 
     def _cache_key(self) -> str:
         return self.backend.cache_key if self.backend is not None else self.backend_name
+
+
+def _remove_stale_socket(path: str) -> None:
+    """A host that was killed leaves its socket file behind; a new host on the same path
+    (so workers reconnect without a restart) takes it over once nobody answers there."""
+    if not os.path.exists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)
+    except OSError:
+        pass  # not a socket, or not ours to judge: bind reports it
+    else:
+        raise OSError(f"a tool host is already serving {path}")
+    finally:
+        probe.close()
 
 
 def main(argv=None) -> int:

@@ -178,6 +178,12 @@ class Connection:
 _CONNECTIONS: dict = {}
 
 
+def connections_healthy() -> bool:
+    """False once any connection of this process has failed (the host died or sent
+    garbage): a sandbox child then retires, and its replacement connects afresh."""
+    return not any(conn.error for conn in _CONNECTIONS.values())
+
+
 def reconnect_after_fork() -> None:
     """Give every connection of this (just forked) process a socket of its own."""
     for conn in _CONNECTIONS.values():

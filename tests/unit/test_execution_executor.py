@@ -297,3 +297,20 @@ def test_cli_usage_problems_exit_2_with_one_line(tmp_path, image_file, capsys, a
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("vprl exec: error:")
+
+
+def test_the_compiled_program_cache_is_bounded_in_bytes(ex):
+    """A few huge programs must not pin hundreds of megabytes of compiled code."""
+    limit = ex._checks.max_bytes
+    ex._checks.max_bytes = 150_000
+    try:
+        salt = time.monotonic_ns()
+        big = [f"# {salt} {i}\n" + "x = [" + "1, " * 20_000 + "]\n" + entry(f"return {i}")
+               for i in range(8)]
+        results = ex.run(big, [RGB] * len(big))
+        assert [r.answer for r in results] == [str(i) for i in range(8)]
+        largest = max(size for size, _ in ex._checks.items.values())
+        assert largest > 40_000 and ex._checks.bytes <= 150_000 + largest
+        assert len(ex._checks) < 8
+    finally:
+        ex._checks.max_bytes = limit

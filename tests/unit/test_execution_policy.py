@@ -162,3 +162,117 @@ def test_error_format_matches_reprompting_style():
         "Error: ZeroDivisionError: division by zero (line 3)"
     assert describe_exception(MemoryError()) == "Error: MemoryError"
     assert describe_exception(KeyError("colour")) == "Error: KeyError: 'colour'"
+
+
+# ---------------------------------------------------------------- every node of the grammar
+
+def _grammar_node_types():
+    """The concrete node types of the grammar this interpreter parses (its _ast module)."""
+    import _ast
+
+    classes = [getattr(_ast, n) for n in dir(_ast)]
+    classes = [c for c in classes if isinstance(c, type) and issubclass(c, _ast.AST)]
+    return sorted(c.__name__ for c in classes if not c.__subclasses__() or c is _ast.Constant)
+
+
+def test_the_policy_has_a_rule_for_every_node_type_of_the_grammar():
+    from envs.execution.syntax import NODE_RULES
+
+    missing = [name for name in _grammar_node_types() if name not in NODE_RULES]
+    assert not missing, f"node types the static policy has no rule for: {missing}"
+    assert len(_grammar_node_types()) > 100
+
+
+def test_a_node_type_without_a_rule_is_refused():
+    import ast
+
+    from envs.execution.syntax import Checker
+
+    class Future(ast.expr):  # stands for syntax a newer Python adds
+        _fields = ()
+
+    tree = ast.parse("def execute_command(image):\n    return 1\n")
+    tree.body[0].body[0].value = Future(lineno=2, col_offset=11)
+    checker = Checker(tree)
+    checker.visit(tree)
+    assert checker.refusal and "Future" in checker.refusal[0]
+
+
+@pytest.mark.parametrize("source", [
+    "class C:\n    def __getattr__(self, name):\n        return 1\n",
+    "class C:\n    def __del__(self):\n        pass\n",
+    "class C:\n    def __array_interface__(self):\n        pass\n",
+    "class C:\n    def __reduce_ex__(self, p):\n        pass\n",
+    "class C:\n    __slots__ = ()\n",
+    "def __getattr__(name):\n    return 1\n",
+    "try:\n    pass\nexcept Exception as __builtins__:\n    pass\n",
+    "import math as __builtins__\n",
+    "from math import pi as __loader__\n",
+    "def f():\n    global __builtins__\n",
+    "match 1:\n    case object(__class__=c):\n        pass\n",
+    "match 1:\n    case [*__rest__]:\n        pass\n",
+    "match 1:\n    case {**__rest__}:\n        pass\n",
+    "match 1:\n    case __x__:\n        pass\n",
+    "def f(__builtins__):\n    pass\n",
+    "f(__class__=1)\n",
+    "def f(x: '().__class__'):\n    pass\n",
+    "def f() -> 'import os':\n    pass\n",
+    "x: '__import__(\"os\")' = 1\n",
+    "def f(x: list['exec']):\n    pass\n",
+])
+def test_dunders_are_refused_wherever_the_grammar_names_something(source):
+    report = check_program(source)
+    assert report.status == "forbidden", source
+
+
+@pytest.mark.parametrize("source", [
+    "class Box:\n    def __init__(self, v):\n        self.v = v\n"
+    "    def __repr__(self):\n        return 'Box'\n    def __lt__(self, other):\n"
+    "        return self.v < other.v\n",
+    "def f(x: 'int') -> 'List[int]':\n    return [x]\n",
+    "match [1, 2]:\n    case [a, *rest]:\n        pass\n",
+    "try:\n    pass\nexcept ValueError as err:\n    pass\n",
+])
+def test_ordinary_uses_of_the_same_syntax_pass(source):
+    assert check_program(source).status is None
+
+
+@pytest.mark.parametrize("fmt,ok", [
+    ("{} {0} {x} {x[0]} {x.real:>{w}}", True),
+    ("{0.__class__}", False),
+    ("{x._private}", False),
+    ("{0:{1.__class__}}", False),
+    ("{x.gi_frame}", False),
+])
+def test_format_strings_are_checked_where_they_are_used(fmt, ok):
+    from envs.execution.guards import check_format
+
+    if ok:
+        assert check_format(fmt) == fmt
+    else:
+        with pytest.raises(AttributeError):
+            check_format(fmt)
+
+
+def test_class_namespaces_from_factories_are_checked():
+    from envs.execution.policy import namespace_refusal
+
+    assert namespace_refusal(["__module__", "__qualname__", "__init__", "run", "_x"]) is None
+    for bad in ("__array_interface__", "__getattr__", "__del__", "__reduce__", "__slots__"):
+        assert namespace_refusal([bad]), bad
+
+    class Key(str):
+        pass
+
+    assert namespace_refusal([Key("x")])
+
+
+def test_byte_lru_is_bounded_in_bytes_and_entries():
+    from envs.execution.lru import ByteLRU
+
+    lru = ByteLRU(max_bytes=100, max_items=5)
+    for i in range(10):
+        lru.put(i, str(i), 30)
+    assert lru.bytes <= 100 and len(lru) == 3 and lru.get(9) == "9" and lru.get(0) is None
+    lru.put("huge", "x", 1000)  # the newest entry stays, whatever its size
+    assert lru.get("huge") == "x" and len(lru) == 1
