@@ -181,8 +181,9 @@ def run_fresh_processes(programs, images, factory_spec, backend, workers):
         return time.perf_counter() - start, codes
 
 
-def pool_only(args) -> int:
-    """One warm-pool measurement of the checkout at --tree; prints one JSON line."""
+def workload(args):
+    """(tools?, factory, backend, images, programs, one program per (program, image) pair,
+    the image of each pair)."""
     tools = have_tools()
     factory, backend = (("envs.tools:build_namespace", "shapes-cv") if tools
                         else (PLAIN_FACTORY, "plain"))
@@ -190,6 +191,12 @@ def pool_only(args) -> int:
     programs = build_programs(args.programs, scene_objs[0], args.seed, tools)
     pair_programs = [p for p in programs for _ in images]
     pair_images = [img for _ in programs for img in images]
+    return tools, factory, backend, images, programs, pair_programs, pair_images
+
+
+def pool_only(args) -> int:
+    """One warm-pool measurement of the checkout at --tree; prints one JSON line."""
+    _, factory, backend, images, _, pair_programs, pair_images = workload(args)
     kwargs = {} if args.max_tasks is None else {"max_tasks_per_worker": args.max_tasks}
     with Executor(timeout_s=10, workers=args.workers, backend=backend, cache=False,
                   namespace_factory=factory, **kwargs) as ex:
@@ -282,13 +289,7 @@ def main(argv=None) -> int:
             compare(args)
         return 0
 
-    tools = have_tools()
-    factory, backend = (("envs.tools:build_namespace", "shapes-cv") if tools
-                        else (PLAIN_FACTORY, "plain"))
-    images, scene_objs = scenes(args.images, args.seed)
-    programs = build_programs(args.programs, scene_objs[0], args.seed, tools)
-    pair_programs = [p for p in programs for _ in images]
-    pair_images = [img for _ in programs for img in images]
+    tools, factory, backend, images, programs, pair_programs, pair_images = workload(args)
     n = len(pair_programs)
     print(f"executor benchmark: {len(programs)} programs x {len(images)} images = {n} runs; "
           f"namespace {factory} ({'real tools' if tools else 'no tools'}); "
