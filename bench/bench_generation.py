@@ -21,6 +21,7 @@ import torch  # noqa: E402
 
 from envs.data.shapes import build_dataset  # noqa: E402
 from envs.prompts import VIPER_COMPACT  # noqa: E402
+from policies import DEFAULT_MODEL  # noqa: E402
 from policies.generation import GenerationConfig, HFGenerator  # noqa: E402
 from policies.model import load_model  # noqa: E402
 
@@ -45,7 +46,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args()
 
-    model, tok = load_model("embedded:smollm2-135m-instruct", args.dtype)
+    model, tok = load_model(DEFAULT_MODEL, args.dtype)
     questions = build_dataset(train=args.questions, validation=0, test=0, seed=1, progress=False)["train"]["question"]
     prompts = [VIPER_COMPACT.render(tok, q) for q in questions]
     total = len(prompts) * args.n

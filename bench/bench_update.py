@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from envs.data.programs import reference_program  # noqa: E402
 from envs.data.shapes import build_dataset  # noqa: E402
 from envs.prompts import VIPER_COMPACT  # noqa: E402
+from policies import DEFAULT_MODEL  # noqa: E402
 from policies.lora import attach_lora  # noqa: E402
 from policies.model import load_model, resolve  # noqa: E402
 from train.config import LoraConfig, OptimConfig  # noqa: E402
@@ -44,7 +45,7 @@ def make_pairs(n: int, tok):
 def ours(pairs, tok, batch):
     from accelerate import Accelerator
 
-    model, _ = load_model("embedded:smollm2-135m-instruct", "float32")
+    model, _ = load_model(DEFAULT_MODEL, "float32")
     model = attach_lora(model, LoraConfig())
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4)
     acc = Accelerator(cpu=True)
@@ -63,7 +64,7 @@ def sft(pairs, tok, batch):
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    model = AutoModelForCausalLM.from_pretrained(resolve("embedded:smollm2-135m-instruct"), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(resolve(DEFAULT_MODEL), dtype=torch.float32)
     data = datasets.Dataset.from_dict({"prompt": [p for p, _ in pairs], "completion": [c for _, c in pairs]})
     with tempfile.TemporaryDirectory() as out:
         args = SFTConfig(output_dir=out, per_device_train_batch_size=batch, num_train_epochs=1, learning_rate=2e-4,
@@ -83,7 +84,7 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16)
     args = ap.parse_args()
-    _, tok = load_model("embedded:smollm2-135m-instruct", "float32")
+    _, tok = load_model(DEFAULT_MODEL, "float32")
     pairs = make_pairs(args.examples, tok)
     print(f"{len(pairs)} examples, micro-batch {args.batch}, torch threads {torch.get_num_threads()}")
     results = {"vprl run_update (shared prefix)": ours(pairs, tok, args.batch), "trl.SFTTrainer": sft(pairs, tok, args.batch)}

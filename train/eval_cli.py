@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from envs.cliargs import OneLineParser, UsageError
+from policies import DEFAULT_MODEL
 
 from train.strategies import Scoring, answer_strategies, choose, get_strategy
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
     p.add_argument("--questions", type=int, default=None, help="evaluate the first Q questions (all)")
     p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
-    p.add_argument("--model", default=None, help="policy model: embedded:smollm2-135m-instruct (default), "
+    p.add_argument("--model", default=None, help=f"policy model: {DEFAULT_MODEL} (default), "
                    "a model folder or a Hub id in the local cache; with --adapter, the base it records")
     p.add_argument("--prompt", default="viper_compact", help="prompt family (viper_compact)")
     p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv); hf runs transformers "
@@ -88,7 +89,7 @@ class ProgramSampler:
     """Samples programs and corrections with the policy model (plus adapter); what a
     strategy that needs "policy" gets as `inputs.policy`."""
 
-    def __init__(self, model: str, adapter: str | None, family: str, max_new_tokens: int, seed: int):
+    def __init__(self, model: str, adapter: str | None, prompt_family: str, max_new_tokens: int, seed: int):
         from envs.prompts import get_family
         from policies.generation import GenerationConfig, HFGenerator
         from policies.model import load_model
@@ -99,7 +100,7 @@ class ProgramSampler:
 
             net = attach(net, adapter)  # a LoRA from another base fails in one line
         net.eval()
-        self.family = get_family(family)
+        self.prompt_family = get_family(prompt_family)
         self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
                                                                           batch_size=128), seed=seed)
 
@@ -113,13 +114,13 @@ class ProgramSampler:
         return out
 
     def programs(self, questions: list[str], n: int) -> list[list[str]]:
-        return self.sample([self.family.render(self.tokenizer, q) for q in questions], n, "programs")
+        return self.sample([self.prompt_family.render(self.tokenizer, q) for q in questions], n, "programs")
 
     def reprompter(self, rows: list[dict], n: int):
         from envs.prompts import render_refinement
 
         def reprompt(idx, programs, feedbacks):
-            prompts = [render_refinement(self.family, self.tokenizer, rows[i]["question"], p, f)
+            prompts = [render_refinement(self.prompt_family, self.tokenizer, rows[i]["question"], p, f)
                        for i, p, f in zip(idx, programs, feedbacks)]
             return self.sample(prompts, n, "re-prompt")
 
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:  # the base the adapter records (or its run's config.yaml); another --model is refused
             args.model = base_for(args.adapter, args.model) if args.adapter else \
-                args.model or "embedded:smollm2-135m-instruct"
+                args.model or DEFAULT_MODEL
             resolve(args.model)
         except (AdapterError, ModelError) as e:
             raise UsageError(str(e)) from None
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     choices = choose(args.strategy, rows, programs, executor, suites,
                      Scoring(theta=args.theta, tie_break=args.tie_break),
                      reprompt=sampler.reprompter(rows, args.programs), iterations=args.iterations,
-                     family=args.prompt, seed=args.seed, policy=sampler)
+                     prompt_family=args.prompt, seed=args.seed, policy=sampler)
     result = {"strategy": args.strategy, "programs": args.programs,
               "unit_tests": args.unit_tests if suites is not None else 0,
               **evaluate_choices(choices, rows, executor, args.metric or "gqa_accuracy", args.counterfactuals,

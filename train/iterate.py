@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                                                         executor, reward_set))
                 selfplay_metrics[f"pool/{name}/admitted_now"] = selfplay.admit(name, batch, family_rollouts, iteration)
                 for ro in family_rollouts:
-                    ro.family = name
+                    ro.prompt_family = name
                 rollouts += family_rollouts
             # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
             # sees it, but it is how runs with different rewards are compared.
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 # A program that ended on its own is taught to end there (EOS); a truncated one is not.
                 target = ro.completion_ids + ([eos] if ro.finished else [])
                 if ro.refined:  # teach the first prompt the corrected program
-                    corrected = selfplay.training_completion(ro, ro.family, tokenizer)
+                    corrected = selfplay.training_completion(ro, ro.prompt_family, tokenizer)
                     target = corrected + [eos] if corrected else target
                     ro.weight = ro.weight if corrected else 0.0
                 examples.append(Example(ro.prompt_ids, target, ro.weight))
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- 7. log, checkpoint, stop
             all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids),
-                                           r.family, r.accuracy) for r in rollouts])
+                                           r.prompt_family, r.accuracy) for r in rollouts])
             all_evals = gather_object([(r.accuracy, r.result.status) for r in evals])
             all_logical = gather_object(logical)
             all_hits = {k: gather_object(v) for k, v in eval_hits.items()}
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
                 ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state, pool=selfplay.to_json())
                 table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
-                          "family": r.family, "answer": r.result.answer, "expected": batch[r.row].get("answer"),
+                          "prompt_family": r.prompt_family, "answer": r.result.answer, "expected": batch[r.row].get("answer"),
                           "status": r.result.status, "refined": r.refined,
                           **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
                          for r in rollouts[: cfg.tracking.table_rows]]

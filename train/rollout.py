@@ -20,7 +20,7 @@ class Rollout:
     parts: dict = field(default_factory=dict)
     reward: float | None = None
     weight: float = 0.0
-    family: str = ""        # prompt family (few-shot pool) the program was written in
+    prompt_family: str = ""  # the prompt family (few-shot pool) it was written in; rows' `family` is the question's
     refined: bool = False   # replaced by a self-refinement round
     accuracy: float | None = None  # the task metric against the label: logged, never trained on
 

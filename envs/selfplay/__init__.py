@@ -10,13 +10,13 @@ Nothing here loads a model on import. Question embeddings (similar/diverse shots
 least_diverse eviction) come from `policies.embed.default_embedder()`.
 """
 
-from envs.selfplay.aggregate import AGGREGATORS, aggregate, judge, majority, oracle, parse_choice
+from envs.selfplay.aggregate import POOL_AGGREGATORS, aggregate, judge, majority, oracle, parse_choice
 from envs.selfplay.pool import EVICTIONS, FewShotPool, PoolEntry, pools_from_json, pools_to_json
 from envs.selfplay.refine import Refined, refine, refine_batch, refine_stats
-from envs.selfplay.sampling import STRATEGIES, sample_shots
+from envs.selfplay.sampling import SHOT_STRATEGIES, sample_shots
 
 
-__all__ = ["AGGREGATORS", "EVICTIONS", "STRATEGIES", "FewShotPool", "PoolEntry", "Refined",
+__all__ = ["POOL_AGGREGATORS", "EVICTIONS", "SHOT_STRATEGIES", "FewShotPool", "PoolEntry", "Refined",
            "aggregate", "judge", "majority", "oracle", "parse_choice",
            "pools_from_json", "pools_to_json", "refine", "refine_batch",
            "refine_stats", "sample_shots"]

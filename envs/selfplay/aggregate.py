@@ -161,7 +161,7 @@ def oracle(answers: Sequence, gold, metric="exact_match"):
     return best
 
 
-AGGREGATORS = ("majority", "judge", "oracle")
+POOL_AGGREGATORS = ("majority", "judge", "oracle")
 
 
 def aggregate(method: str, question: str, answers: Sequence, *, ask_fn=None, gold=None,
@@ -177,4 +177,4 @@ def aggregate(method: str, question: str, answers: Sequence, *, ask_fn=None, gol
         if gold is None:
             raise ValueError("aggregate('oracle') needs gold= (the reference answer)")
         return oracle(answers, gold, metric)
-    raise ValueError(f"unknown aggregator {method!r}; choose one of {', '.join(AGGREGATORS)}")
+    raise ValueError(f"unknown aggregator {method!r}; choose one of {', '.join(POOL_AGGREGATORS)}")

@@ -23,7 +23,7 @@ import numpy as np
 from envs.selfplay.pool import Embedder, FewShotPool, PoolEntry
 from policies.programs import program_body
 
-STRATEGIES = ("random", "similar", "diverse")
+SHOT_STRATEGIES = ("random", "similar", "diverse")
 
 
 def _candidates(pool: FewShotPool | Sequence[PoolEntry], family: str | None,
@@ -88,8 +88,8 @@ def sample_shots(pool: FewShotPool | Sequence[PoolEntry], question: str, k: int,
     rng: `np.random.Generator`, `random.Random`, a seed or None (random strategy only).
     embed: for similar/diverse; defaults to the pool's own embedder.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown shot strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy not in SHOT_STRATEGIES:
+        raise ValueError(f"unknown shot strategy {strategy!r}; choose one of {', '.join(SHOT_STRATEGIES)}")
     if k <= 0:
         return []
     entries = _candidates(pool, family, exclude_source_id)

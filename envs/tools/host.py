@@ -26,8 +26,9 @@ from collections import OrderedDict
 from envs.tools.backend import Backend
 from envs.tools.host_client import PREFIX, FrameReader, encode
 from envs.tools.host_requests import ImageStore, NeedImage, jsonable, parse_request
+from policies import DEFAULT_MODEL
 
-DEFAULT_LLM = "embedded:smollm2-135m-instruct"
+DEFAULT_LLM = DEFAULT_MODEL
 
 
 class ToolHost:

@@ -18,6 +18,7 @@ import ast
 import functools
 import inspect
 
+from policies import DEFAULT_MODEL
 from rewards.property_tests import normalize
 from rewards.property_tests.types import CheckResult, PropertySuite, TEST_STATUSES
 
@@ -132,7 +133,7 @@ def check_results(executor, suites: list[PropertySuite], results: list, images: 
 _TEST_EXECUTORS: dict = {}
 
 
-def tests_executor(needs_llm: bool, llm_model: str = "embedded:smollm2-135m-instruct"):
+def tests_executor(needs_llm: bool, llm_model: str = DEFAULT_MODEL):
     """The executor tests run on. Without `llm_query` it is the process-wide one (the same
     vision backend as the programs). Tests that call `llm_query` need a text LLM: when the
     process-wide executor has no tool host, a local one serves `llm_query` (the vision

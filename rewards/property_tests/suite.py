@@ -14,6 +14,7 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from policies import DEFAULT_MODEL
 from rewards.property_tests.static import parse_test
 from rewards.property_tests.types import PropertySuite
 
@@ -24,7 +25,7 @@ PROMPT_VERSION = 1  # part of the cache key: a changed prompt must not reuse old
 @dataclass
 class PropertyConfig:
     generator: str = "template"   # template (rules on the question's form) | basic | advanced | itm (an LLM)
-    llm_model: str = "embedded:smollm2-135m-instruct"
+    llm_model: str = DEFAULT_MODEL
     max_new_tokens: int = 256     # the release's budget; tests are written greedily
     seed: int = 0
 

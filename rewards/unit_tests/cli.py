@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from envs.cliargs import OneLineParser, UsageError
+from policies import DEFAULT_MODEL
 
 
 
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diffusion-model", dest="diffusion_model", default="", help="local diffusers pipeline folder")
     p.add_argument("--no-layout-llm", dest="layout_llm", action="store_false",
                    help="drop captions the rule parser cannot lay out instead of asking the LLM")
-    p.add_argument("--model", default="embedded:smollm2-135m-instruct", help="unit-test LLM")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="unit-test LLM")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, type=Path, help="output folder (must be new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")

@@ -6,8 +6,8 @@ import random
 
 import numpy as np
 
-STRATEGIES = ("random", "answer", "input", "answer_then_input")
-CRITERIA = ("farthest_point", "paper")
+COVERAGE_STRATEGIES = ("random", "answer", "input", "answer_then_input")
+COVERAGE_CRITERIA = ("farthest_point", "paper")
 
 
 def _answer_key(answer: str) -> str:
@@ -33,10 +33,10 @@ def coverage_sample(candidates, k: int, embed=None, strategy: str = "answer_then
     again; `answer_then_input` takes one per answer and then adds tests by caption
     distance; `input` starts from a random test.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown coverage strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if criterion not in CRITERIA:
-        raise ValueError(f"unknown distance criterion {criterion!r}; choose one of {', '.join(CRITERIA)}")
+    if strategy not in COVERAGE_STRATEGIES:
+        raise ValueError(f"unknown coverage strategy {strategy!r}; choose one of {', '.join(COVERAGE_STRATEGIES)}")
+    if criterion not in COVERAGE_CRITERIA:
+        raise ValueError(f"unknown distance criterion {criterion!r}; choose one of {', '.join(COVERAGE_CRITERIA)}")
     candidates = list(candidates)
     rng = rng if isinstance(rng, random.Random) else random.Random(rng)
     if k <= 0 or not candidates:

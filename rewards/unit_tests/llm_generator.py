@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from policies import DEFAULT_MODEL
 from rewards.unit_tests import prompts
 from rewards.unit_tests.parse import candidates_from_replies
 from rewards.unit_tests.types import UnitTest
@@ -32,7 +33,7 @@ class TextSampler:
     """`complete(prompts, n)` over a Hugging Face causal LM, with the batched sampler the
     policy uses (shared-prefix KV reuse: the in-context examples are prefilled once)."""
 
-    def __init__(self, model: str = "embedded:smollm2-135m-instruct", temperature: float = 0.7,
+    def __init__(self, model: str = DEFAULT_MODEL, temperature: float = 0.7,
                  top_p: float = 0.9, max_new_tokens: int = 512, batch_size: int = 96, seed: int = 0,
                  dtype: str = "float32", stop: str = STOP):
         self.name = model

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from policies.programs import program_from
 from rewards.registry import Reward
-from rewards.unit_tests.scoring import AGGREGATORS, THETA, run_on_suites, suite_score, unit_score, viunit_reward
+from rewards.unit_tests.scoring import (TEST_SCORE_AGGREGATORS, THETA, run_on_suites, suite_score, unit_score,
+                                        viunit_reward)
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
 
 SCORING_OPTIONS = ("theta", "eps_runtime", "eps_compile", "aggregator")  # defaults: __call__'s signature
@@ -42,9 +43,9 @@ class ViUnitReward(Reward):
             raise ValueError("viunit: with_program needs a suite per program, which the reward does not build; "
                              "use the query-only generator (the paper's better setting, section 5) or "
                              "LLMTestGenerator(with_program=True) directly")
-        if scoring.get("aggregator", "mean") not in AGGREGATORS:
+        if scoring.get("aggregator", "mean") not in TEST_SCORE_AGGREGATORS:
             raise ValueError(f"viunit: unknown aggregator {scoring['aggregator']!r}; "
-                             f"choose one of {', '.join(AGGREGATORS)}")
+                             f"choose one of {', '.join(TEST_SCORE_AGGREGATORS)}")
 
     def builder(self, suite_kwargs: dict, run_dir=None) -> SuiteBuilder:
         """One builder per (settings, run folder)."""

@@ -6,7 +6,7 @@ from collections import Counter
 
 from rewards.metrics import gqa_accuracy
 
-AGGREGATORS = ("mean", "max", "mode")
+TEST_SCORE_AGGREGATORS = ("mean", "max", "mode")
 COMPILE_STATUSES = frozenset({"compile_error", "forbidden"})
 THETA = 0.8  # θ, the passing threshold: the one default (reward, weighting, selection, vprl eval)
 
@@ -29,8 +29,8 @@ def unit_score(result, expected: str, eps_runtime: float = 0.1, eps_compile: flo
 
 def aggregate(scores: list[float], how: str = "mean") -> float:
     """H over one program's test scores; an empty suite gives no evidence (0)."""
-    if how not in AGGREGATORS:
-        raise ValueError(f"unknown aggregator {how!r}; choose one of {', '.join(AGGREGATORS)}")
+    if how not in TEST_SCORE_AGGREGATORS:
+        raise ValueError(f"unknown aggregator {how!r}; choose one of {', '.join(TEST_SCORE_AGGREGATORS)}")
     if not scores:
         return 0.0
     if how == "mean":

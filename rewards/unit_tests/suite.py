@@ -17,7 +17,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from rewards.unit_tests.coverage import CRITERIA, STRATEGIES, coverage_sample
+from policies import DEFAULT_MODEL
+from rewards.unit_tests.coverage import COVERAGE_CRITERIA, COVERAGE_STRATEGIES, coverage_sample
 from rewards.unit_tests.types import UnitTest
 
 GENERATORS = ("llm", "scene")
@@ -34,7 +35,7 @@ class SuiteConfig:
     synthesis: str = "layout"       # M: "layout" (shapes renderer) or "diffusers"
     layout_llm: bool = True         # an LLM writes layout JSON for captions the rules miss
     with_program: bool = False      # query+implementation prompt (needs programs)
-    llm_model: str = "embedded:smollm2-135m-instruct"
+    llm_model: str = DEFAULT_MODEL
     llm_max_new_tokens: int = 192   # D.1 allows 512; ~8 test lines fit, enough for M = 20 from 3 replies
     sequences: int = 3
     diffusion_model: str = ""
@@ -42,8 +43,8 @@ class SuiteConfig:
     seed: int = 0
 
     def __post_init__(self):
-        checks = [("generator", GENERATORS), ("synthesis", SYNTHESES), ("strategy", STRATEGIES),
-                  ("criterion", CRITERIA)]
+        checks = [("generator", GENERATORS), ("synthesis", SYNTHESES), ("strategy", COVERAGE_STRATEGIES),
+                  ("criterion", COVERAGE_CRITERIA)]
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"unit tests: unknown {name} {getattr(self, name)!r}; "
@@ -204,9 +205,6 @@ class SuiteBuilder:
                 if self.cache_dir:
                     save_suite(suite, self.cache_dir / key)
         return [self._memory[k] for k in keys]
-
-    def assemble(self, question: str, cands: list[UnitTest]) -> Suite:
-        return self.assemble_many([question], [cands])[0]
 
     def assemble_many(self, questions: list[str], candidates: list[list[UnitTest]]) -> list[Suite]:
         """σ then M for many questions. Each question walks its coverage order; a caption

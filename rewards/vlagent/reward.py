@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
+from policies import DEFAULT_MODEL
 from policies.programs import program_from
 
 _PARSE_COUNTS: Counter = Counter()
@@ -74,7 +75,7 @@ def judge_for(name: str):
 
 
 def caption_agreement(prompts, completions, image=None, question=None,
-                      judge: str = "embedded:smollm2-135m-instruct", **_):
+                      judge: str = DEFAULT_MODEL, **_):
     """Agreement with the caption-derived answer; None where the caption gives no clue."""
     from envs.execution import shared_executor
     from rewards.vlagent.caption import CaptionVerifier, captions_for, same_answer

@@ -124,7 +124,7 @@ def test_defaults_obey_their_own_rules():
 def test_allowed_values_match_what_the_consumers_accept():
     import typing
 
-    from envs.selfplay import AGGREGATORS, EVICTIONS, STRATEGIES
+    from envs.selfplay import EVICTIONS, POOL_AGGREGATORS, SHOT_STRATEGIES
     from policies.model import DTYPES
     from train.config import Config, SelfPlayConfig, field_types
     from train.selfplay import MODES
@@ -136,9 +136,9 @@ def test_allowed_values_match_what_the_consumers_accept():
         return set(typing.get_args(tp))
 
     assert allowed(SelfPlayConfig, "mode") == set(MODES)
-    assert allowed(SelfPlayConfig, "strategy") == set(STRATEGIES)
+    assert allowed(SelfPlayConfig, "strategy") == set(SHOT_STRATEGIES)
     assert allowed(SelfPlayConfig, "eviction") == set(EVICTIONS)
-    assert allowed(SelfPlayConfig, "aggregate") == set(AGGREGATORS)
+    assert allowed(SelfPlayConfig, "aggregate") == set(POOL_AGGREGATORS)
     assert allowed(Config, "dtype") == set(DTYPES)
 
 

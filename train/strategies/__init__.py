@@ -20,7 +20,7 @@ Adding a strategy (e.g. PropTest, VLAgent) is two steps:
 `needs` names what the strategy cannot run without: "suites" (ViUniT unit-test suites,
 built by `vprl eval`), "reprompt" (a sampler of corrected programs), "policy" (the
 policy sampler itself, `inputs.policy`: `.sample(prompts, n)`, `.programs(questions, n)`,
-`.family`, `.tokenizer`). Strategy-specific settings arrive in `inputs.options`.
+`.prompt_family`, `.tokenizer`). Strategy-specific settings arrive in `inputs.options`.
 """
 
 from train.strategies.registry import (Choice, Inputs, Scoring, Strategy, answer_strategies, choose,

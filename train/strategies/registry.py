@@ -113,7 +113,7 @@ def get_strategy(name: str) -> Strategy:
 
 
 def choose(strategy: str, rows: list[dict], programs: list[list[str]], executor, suites=None,
-           scoring: Scoring | None = None, reprompt=None, iterations: int = 1, family: str = "viper_compact",
+           scoring: Scoring | None = None, reprompt=None, iterations: int = 1, prompt_family: str = "viper_compact",
            seed: int = 0, policy=None, **options) -> list[Choice]:
     """One Choice per row under the named strategy."""
     chosen = get_strategy(strategy)
@@ -124,4 +124,4 @@ def choose(strategy: str, rows: list[dict], programs: list[list[str]], executor,
         if given[need] is None:
             raise ValueError(f"strategy {strategy!r} needs {what[need]}")
     return chosen(Inputs(rows, programs, executor, suites, scoring or Scoring(), reprompt, iterations,
-                         family, seed, policy, dict(options)))
+                         prompt_family, seed, policy, dict(options)))
