@@ -25,11 +25,12 @@ RULES = {
     "envs/tools": ("envs.tools", "envs.data", "policies"),
     "rewards": ("rewards", "envs.execution", "envs.data", "envs.tools", "envs.cliargs", "policies"),
     "envs/selfplay": ("envs.selfplay", "envs.prompts", "rewards", "policies"),
-    "envs/environments": ("envs.environments", "envs.data", "envs.execution", "envs.prompts", "rewards"),
+    "envs/environments": ("envs.environments", "envs.data", "envs.execution", "envs.tools", "envs.prompts",
+                          "rewards"),
     "train": ("train", "envs", "rewards", "policies"),
 }
 # Leaf modules import nothing from the project but other leaves, so every layer may use them.
-LEAVES = ("policies.programs", "rewards.metrics", "envs.visprog")
+LEAVES = ("policies.programs", "rewards.metrics", "envs.visprog", "envs.cliargs", "envs.atomic")
 # Entry points may reach further than the layer they sit in, to list what a flag accepts.
 EXCEPTIONS = {("envs/execution/cli.py", "envs.tools")}
 PROJECT = ("envs", "rewards", "policies", "train")
