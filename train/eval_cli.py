@@ -38,6 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder that image file names are relative to (default: the data's)")
     p.add_argument("--strategy", default="base", choices=strategies, help="answering strategy (base)")
     p.add_argument("--programs", type=int, default=1, help="programs sampled per question, N (1)")
+    p.add_argument("--ablation", default="ensemble", choices=("naive", "parser", "caption", "ensemble"),
+                   help="vlagent: naive planner, + parser/repair, + caption verifier, + ensemble verifier "
+                        "(cumulative; ensemble)")
+    p.add_argument("--judge", default="policy",
+                   help="vlagent: the caption verifier's LLM judge, 'policy' or a model name (policy)")
+    p.add_argument("--detectors", default=None,
+                   help="vlagent: comma-separated detector backends for the ensemble verifier "
+                        "(shapes-cv and its variants)")
+    p.add_argument("--min-models", dest="min_models", type=int, default=2,
+                   help="vlagent: M, the fewest detectors Algorithm 1 keeps (2)")
     p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
     p.add_argument("--candidates", type=int, default=20, help="candidate tests before coverage sampling, M (20)")
     p.add_argument("--generator", default="llm", choices=("llm", "scene"), help="unit-test generator (llm)")
@@ -101,8 +111,10 @@ class ProgramSampler:
             net = attach(net, adapter)  # a LoRA from another base fails in one line
         net.eval()
         self.prompt_family = get_family(prompt_family)
+        # A script ends at a blank line, a Python body at its first unindented line.
         self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
-                                                                          batch_size=128), seed=seed)
+                                                                          batch_size=128, stop=self.prompt_family.stop),
+                                     seed=seed)
 
     def sample(self, prompts: list[str], n: int, desc: str = "programs") -> list[list[str]]:
         """n programs per prompt (each prompt ends inside `execute_command`, as the family's do)."""
@@ -187,11 +199,20 @@ def main(argv: list[str] | None = None) -> int:
     choices = choose(args.strategy, rows, programs, executor, suites,
                      Scoring(theta=args.theta, tie_break=args.tie_break),
                      reprompt=sampler.reprompter(rows, args.programs), iterations=args.iterations,
-                     prompt_family=args.prompt, seed=args.seed, policy=sampler)
+                     prompt_family=args.prompt, seed=args.seed, policy=sampler,
+                     **({"ablation": args.ablation, "judge": args.judge, "detectors": args.detectors,
+                         "min_models": args.min_models} if args.strategy == "vlagent" else {}))
+    # A strategy that answers through another executor (VLAgent's ensemble tool host and
+    # caption verifier) hands it back, so counterfactual answers take the same path.
+    answering = getattr(choices, "executor", None) or executor
     result = {"strategy": args.strategy, "programs": args.programs,
               "unit_tests": args.unit_tests if suites is not None else 0,
-              **evaluate_choices(choices, rows, executor, args.metric or "gqa_accuracy", args.counterfactuals,
+              **evaluate_choices(choices, rows, answering, args.metric or "gqa_accuracy", args.counterfactuals,
                                  args.seed)}
+    if getattr(choices, "settings", None) is not None:
+        result["vlagent"] = {k: v for k, v in choices.settings.stats.items() if not k.startswith("_")}
+    if hasattr(choices, "close"):
+        choices.close()
     executor.close()
     tools.close()
     print(json.dumps(result, indent=2))

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import rewards
     from envs.execution import Executor
+    from envs.prompts import get_family
     from envs.tools import open_backend
     from policies.generation import GenerationConfig, HFGenerator
     from policies.lora import attach_lora, load_lora_weights, reset_lora
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     model, optimizer = accelerator.prepare(model, optimizer)
     policy = accelerator.unwrap_model(model)
     gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})
+    gen_cfg.stop = get_family(cfg.env.prompt).stop  # a script ends at a blank line, a body at column 0
     if cfg.generation.backend == "vllm":
         from policies.vllm_backend import VLLMGenerator
 

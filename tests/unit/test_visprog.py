@@ -174,3 +174,14 @@ def test_scripts_run_in_the_sandbox_with_the_programs_statuses(ex):
 def test_a_script_without_result_returns_its_last_step(ex):
     result = ex.run([script_program("B=LOC(image=IMAGE,object='circle')\nN=COUNT(box=B)")], [IMAGE])[0]
     assert (result.status, result.answer) == ("ok", "2")
+
+
+def test_readme_vlagent_example_runs_as_written(capsys):
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text().split("### VLAgent", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "['multi_instance']" and "CROP_EACH(image=IMAGE,box=BOX0,k=2)" in out[2]

@@ -37,6 +37,8 @@ register_strategy("refusal", "train.strategies.unit_tests:refusal", needs=("suit
                   help="viunit, falling back to the end-to-end model below θ")
 register_strategy("reprompt", "train.strategies.unit_tests:reprompt", needs=("suites", "reprompt"),
                   help="re-prompt with unit-test feedback while the best program fails θ (Eq. 7)")
+register_strategy("vlagent", "train.strategies.vlagent:vlagent", needs=("policy",),
+                  help="VLAgent: SS-parser repair, caption and ensemble verifiers (--ablation)")
 
 __all__ = ["Choice", "Inputs", "Scoring", "Strategy", "answer_strategies", "choose", "execute_own",
            "get_strategy", "register_strategy"]
