@@ -13,16 +13,23 @@ within each repetition, so background load hits both alike):
   (import, warm-up, lockdown, one request), the start-up a trainer waits for.
 
     python bench/bench_worker_startup.py                       # this checkout
-    python bench/bench_worker_startup.py --trees OLD_TREE .    # before vs after
+    python bench/bench_worker_startup.py --eager               # vs. this checkout with eager imports
+    python bench/bench_worker_startup.py --trees OLD_TREE .    # vs. another source tree
+
+`--eager` compares against a copy of this checkout whose `envs/__init__.py` registers
+unconditionally and whose `envs/environments/__init__.py` imports its classes at once
+(the import edges as they were before issue 12), so only those edges differ.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,12 +72,37 @@ def heavy_imports(tree: Path) -> list[str]:
     return sorted(h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names))
 
 
+EAGER_ENVIRONMENTS = """from envs.environments.env import VisualProgramEnv, default_feedback
+from envs.environments.grpo import grpo_dataset
+from envs.environments.registration import UnknownEnvironment, env_ids, make, register_all
+from envs.environments.scoring import Outcome, score_rows
+"""
+
+
+def eager_copy(tree: Path, dest: Path) -> Path:
+    """`tree` with the pre-issue-12 import edges: registration always, environments eagerly."""
+    shutil.copytree(tree, dest, ignore=shutil.ignore_patterns(".git", ".venv", "runs", "__pycache__", "*.egg-info"))
+    init = dest / "envs" / "__init__.py"
+    text = init.read_text()
+    lazy = "if not _started_as_sandbox_module():\n"
+    if lazy not in text:
+        raise SystemExit("envs/__init__.py has no sandbox guard to undo; compare with --trees instead")
+    init.write_text(text.replace(lazy, "if True:  # eager, as before issue 12\n"))
+    (dest / "envs" / "environments" / "__init__.py").write_text(EAGER_ENVIRONMENTS)
+    return dest
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trees", nargs="+", type=Path, default=[ROOT], help="source trees to compare (this one)")
+    p.add_argument("--eager", action="store_true", help="compare with this checkout's eager-import variant")
     p.add_argument("--repeats", type=int, default=7)
     args = p.parse_args()
     trees = [t.resolve() for t in args.trees]
+    tmp = None
+    if args.eager:
+        tmp = tempfile.TemporaryDirectory()
+        trees = [eager_copy(ROOT, Path(tmp.name) / "eager"), ROOT]
     imports = {t: [] for t in trees}
     firsts = {t: [] for t in trees}
     heavy = {t: heavy_imports(t) for t in trees}
@@ -87,6 +119,8 @@ def main() -> None:
         print(f"ratio {a.name} / {b.name} (medians of {args.repeats}): import "
               f"{statistics.median(imports[a]) / statistics.median(imports[b]):.2f}x, first result "
               f"{statistics.median(firsts[a]) / statistics.median(firsts[b]):.2f}x")
+    if tmp is not None:
+        tmp.cleanup()
 
 
 if __name__ == "__main__":
