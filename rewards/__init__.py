@@ -9,8 +9,8 @@ register("viunit", "rewards.unit_tests.reward:ViUnitReward")
 # Label-free: reads the question and the image only.
 register("proptest", "rewards.property_tests.reward:proptest")
 # VLAgent (label-free): SS-parser validity, caption agreement, ensemble localisation IoU.
-register("parse", "rewards.vlagent.reward:parse")
+register("parse", "rewards.vlagent.reward:ParseReward")
 register("caption_agreement", "rewards.vlagent.reward:caption_agreement")
-register("ensemble_iou", "rewards.vlagent.reward:ensemble_iou")
+register("ensemble_iou", "rewards.vlagent.reward:EnsembleIoUReward")
 
 __all__ = ["Reward", "available", "get", "register", "RewardSet", "RewardFailure"]

@@ -13,13 +13,12 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 
 from policies import DEFAULT_MODEL
 from policies.programs import program_from
-
-_PARSE_COUNTS: Counter = Counter()
-_JUDGES: dict = {}
+from rewards.registry import Reward
 
 
 def violations(prompt, completion, question=None) -> list:
@@ -33,56 +32,62 @@ def violations(prompt, completion, question=None) -> list:
     return check_script(script, question) if script is not None else check_program(program, question)
 
 
-def parse(prompts, completions, question=None, penalty: float = 0.25, **_):
-    """1 - penalty x (number of SS-parser violations), at least 0."""
-    out = []
-    for i, (p, c) in enumerate(zip(prompts, completions)):
-        found = violations(p, c, question[i] if question is not None else None)
-        _PARSE_COUNTS["programs"] += 1
-        _PARSE_COUNTS["valid"] += not found
-        for rule in {v.rule for v in found}:
-            _PARSE_COUNTS[f"rule/{rule}"] += 1
-        out.append(max(0.0, 1.0 - penalty * len(found)))
-    return out
+class ParseReward(Reward):
+    """`parse`: 1 - penalty x (number of SS-parser violations), at least 0. Each instance
+    counts what it scored (valid share, and the share breaking each rule)."""
+
+    name = "parse"
+    uses_labels = False
+
+    def __init__(self):
+        super().__init__()
+        self.counts: Counter = Counter()
+
+    def __call__(self, prompts, completions, question=None, penalty: float = 0.25, **_):
+        out = []
+        for i, (p, c) in enumerate(zip(prompts, completions)):
+            found = violations(p, c, question[i] if question is not None else None)
+            self.counts["programs"] += 1
+            self.counts["valid"] += not found
+            for rule in {v.rule for v in found}:
+                self.counts[f"rule/{rule}"] += 1
+            out.append(max(0.0, 1.0 - penalty * len(found)))
+        return out
+
+    def check_kwargs(self, kwargs: dict) -> None:
+        unknown = set(kwargs) - {"penalty"}
+        if unknown:
+            raise ValueError(f"parse: unknown options {sorted(unknown)}; it takes penalty")
+        if not 0 < float(kwargs.get("penalty", 0.25)) <= 1:
+            raise ValueError("parse: penalty must be in (0, 1]")
+
+    def metrics(self) -> dict:
+        """Share of scored completions that were valid, and that broke each rule (so far)."""
+        n = self.counts["programs"]
+        return {k if k != "valid" else "valid_share": v / n for k, v in self.counts.items()
+                if k != "programs"} if n else {}
 
 
-def _parse_check(kwargs: dict) -> None:
-    unknown = set(kwargs) - {"penalty"}
-    if unknown:
-        raise ValueError(f"parse: unknown options {sorted(unknown)}; it takes penalty")
-    if not 0 < float(kwargs.get("penalty", 0.25)) <= 1:
-        raise ValueError("parse: penalty must be in (0, 1]")
-
-
-def _parse_metrics() -> dict:
-    """Share of scored completions that were valid, and that broke each rule (so far)."""
-    n = _PARSE_COUNTS["programs"]
-    return {k if k != "valid" else "valid_share": v / n for k, v in _PARSE_COUNTS.items()
-            if k != "programs"} if n else {}
-
-
-parse.check_kwargs = _parse_check
-parse.metrics = _parse_metrics
-
-
+@functools.lru_cache(maxsize=None)
 def judge_for(name: str):
-    """A text LLM judge by model name, loaded once per process."""
-    if name not in _JUDGES:
-        from envs.tools.text_llm import TextLLM
+    """A text LLM judge by model name, loaded once per process (a model, not state)."""
+    from envs.tools.text_llm import TextLLM
 
-        _JUDGES[name] = TextLLM(name, short_tokens=8)
-    return _JUDGES[name]
+    return TextLLM(name, short_tokens=8)
 
 
 def caption_agreement(prompts, completions, image=None, question=None,
-                      judge: str = DEFAULT_MODEL, **_):
-    """Agreement with the caption-derived answer; None where the caption gives no clue."""
-    from envs.execution import shared_executor
+                      judge: str = DEFAULT_MODEL, executor=None, **_):
+    """Agreement with the caption-derived answer; None where the caption gives no clue.
+    `executor` is the caller's (the reward context); under TRL the process-wide one."""
     from rewards.vlagent.caption import CaptionVerifier, captions_for, same_answer
 
     if image is None or question is None:
         return [None] * len(completions)
-    executor = shared_executor()
+    if executor is None:
+        from envs.execution import shared_executor
+
+        executor = shared_executor()
     programs = [program_from(p, c) for p, c in zip(prompts, completions)]
     answers = [r.answer if r.status == "ok" else None for r in executor.run(programs, list(image))]
     verdicts = CaptionVerifier(judge_for(judge)).verify(list(question), captions_for(executor, list(image)),
@@ -137,37 +142,38 @@ def boxes_by_detector(detectors: list[str], images: list, phrases: list[list[str
     return out
 
 
-def ensemble_iou(prompts, completions, image=None, default: str = "shapes-cv",
+class EnsembleIoUReward(Reward):
+    """`ensemble_iou`: mean Eq. 1 IoU of the default detector's boxes for the program's
+    localisation calls against the ensemble's pseudo-label (module docstring)."""
+
+    name = "ensemble_iou"
+    uses_labels = False
+
+    def __call__(self, prompts, completions, image=None, default: str = "shapes-cv",
                  detectors=("shapes-cv", "shapes-cv/half", "shapes-cv/blur"),
                  iou: float = 0.5, vote: float = 0.5, **_):
-    """Mean Eq. 1 IoU of the default detector's boxes for the program's localisation calls
-    against the ensemble's pseudo-label (module docstring)."""
-    from envs.tools.ensemble import area_iou, fuse_boxes
+        from envs.tools.ensemble import area_iou, fuse_boxes
 
-    if image is None:
-        return [None] * len(completions)
-    phrases = [located_phrases(program_from(p, c)) for p, c in zip(prompts, completions)]
-    names = list(dict.fromkeys([default, *detectors]))
-    found = boxes_by_detector(names, list(image), phrases)
-    out = []
-    for i, wanted in enumerate(phrases):
-        scores = []
-        for k in range(len(wanted)):
-            own = found[default][i][k]
-            pseudo = fuse_boxes([found[d][i][k] for d in detectors], iou, vote)
-            if own or pseudo:
-                scores.append(area_iou(own, pseudo))
-        out.append(sum(scores) / len(scores) if scores else None)
-    return out
+        if image is None:
+            return [None] * len(completions)
+        phrases = [located_phrases(program_from(p, c)) for p, c in zip(prompts, completions)]
+        names = list(dict.fromkeys([default, *detectors]))
+        found = boxes_by_detector(names, list(image), phrases)
+        out = []
+        for i, wanted in enumerate(phrases):
+            scores = []
+            for k in range(len(wanted)):
+                own = found[default][i][k]
+                pseudo = fuse_boxes([found[d][i][k] for d in detectors], iou, vote)
+                if own or pseudo:
+                    scores.append(area_iou(own, pseudo))
+            out.append(sum(scores) / len(scores) if scores else None)
+        return out
 
+    def check_kwargs(self, kwargs: dict) -> None:
+        from envs.tools.registry import available_backends
 
-def _ensemble_check(kwargs: dict) -> None:
-    from envs.tools.registry import available_backends
-
-    for name in [kwargs.get("default", "shapes-cv"), *kwargs.get("detectors", ())]:
-        if name not in available_backends():
-            raise ValueError(f"ensemble_iou: unknown detector backend {name!r}; available: "
-                             f"{', '.join(available_backends())}")
-
-
-ensemble_iou.check_kwargs = _ensemble_check
+        for name in [kwargs.get("default", "shapes-cv"), *kwargs.get("detectors", ())]:
+            if name not in available_backends():
+                raise ValueError(f"ensemble_iou: unknown detector backend {name!r}; available: "
+                                 f"{', '.join(available_backends())}")

@@ -110,3 +110,15 @@ def test_rewards_run_on_the_executor_handed_in():
     assert [o.parts for o in out] == [{"correctness": 1.0, "executes": 1.0}, {"correctness": 0.0, "executes": 1.0}]
     assert [o.reward for o in out] == [2.0, 1.0] and out[0].result.answer == "yes"
     assert shared._executor is before  # no process-wide executor was made or used
+
+
+def test_stateful_rewards_are_objects_with_their_own_state():
+    """Regression (issue 12): counters and builders lived in module globals and function
+    attributes, shared by every caller in the process."""
+    a, b = rewards.get("parse"), rewards.get("parse")
+    assert isinstance(a, rewards.Reward) and a is not b and a.__name__ == "parse"
+    program = "def execute_command(image):\n    return 'yes'\n"
+    assert a([""], [program], question=["Is there a red circle?"]) == [1.0]
+    assert a.metrics() == {"valid_share": 1.0} and b.metrics() == {}
+    rs = RewardSet(["parse", "ensemble_iou"])
+    assert all(isinstance(fn, rewards.Reward) for fn in rs.fns) and rs.fns[0] is not a
