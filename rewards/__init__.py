@@ -7,7 +7,7 @@ from rewards.combine import RewardFailure, RewardSet
 # Imported on first use: suites pull in the renderer, the embedder and an LLM.
 register("viunit", "rewards.unit_tests.reward:ViUnitReward")
 # Label-free: reads the question and the image only.
-register("proptest", "rewards.property_tests.reward:proptest")
+register("proptest", "rewards.property_tests.reward:PropTestReward")
 # VLAgent (label-free): SS-parser validity, caption agreement, ensemble localisation IoU.
 register("parse", "rewards.vlagent.reward:ParseReward")
 register("caption_agreement", "rewards.vlagent.reward:caption_agreement")

@@ -2,6 +2,7 @@
 
     vprl eval --data DIR --split validation [--adapter PATH] --strategy viunit \
               --programs 5 --unit-tests 5
+    vprl eval --data DIR --strategy proptest --tests template   # PropTest (prompt: proptest)
 
 The metrics are those of training's held-out eval: accuracy (the dataset metric),
 error rate, and for shapes questions logical accuracy and right-for-wrong-reasons on
@@ -20,6 +21,7 @@ from envs.cliargs import OneLineParser, UsageError
 from policies import DEFAULT_MODEL
 
 from train.strategies import Scoring, answer_strategies, choose, get_strategy
+from train.strategies.proptest import STRATEGIES as PROPERTY_TEST_STRATEGIES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generator", default="llm", choices=("llm", "scene"), help="unit-test generator (llm)")
     p.add_argument("--sampling", default="answer_then_input",
                    choices=("random", "answer", "input", "answer_then_input"), help="coverage strategy")
+    p.add_argument("--tests", default="template", choices=("template", "basic", "advanced", "itm"),
+                   help="property-test writer for the proptest strategies: rules on the question's form "
+                        "(template), or the LLM with the basic, advanced (llm_query) or ITM prompt (template)")
     p.add_argument("--theta", type=float, default=THETA, help=f"passing threshold θ ({THETA})")
     p.add_argument("--tie-break", dest="tie_break", default="random", choices=("random", "vote"))
     p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
@@ -60,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
     p.add_argument("--model", default=None, help=f"policy model: {DEFAULT_MODEL} (default), "
                    "a model folder or a Hub id in the local cache; with --adapter, the base it records")
-    p.add_argument("--prompt", default="viper_compact", help="prompt family (viper_compact)")
+    p.add_argument("--prompt", default=None,
+                   help="prompt family (viper_compact; proptest for the property-test strategies)")
     p.add_argument("--backend", default="shapes-cv", help="tool backend (shapes-cv); hf runs transformers "
                    "models in a tool host")
     p.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
@@ -70,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", default=None,
                    help="answer metric (default: the data's metric column, else gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", default=None, help="folder to cache unit-test suites in")
+    p.add_argument("--cache", default=None, help="folder to cache unit-test and property-test suites in")
     p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON)")
     return p
 
@@ -157,6 +163,16 @@ def main(argv: list[str] | None = None) -> int:
             resolve(args.model)
         except (AdapterError, ModelError) as e:
             raise UsageError(str(e)) from None
+        from envs.prompts import FAMILIES
+        from envs.prompts.proptest import TestConditionedFamily
+
+        writes = get_strategy(args.strategy).writes_programs
+        args.prompt = args.prompt or ("proptest" if writes else "viper_compact")
+        if args.prompt not in FAMILIES:
+            raise UsageError(f"--prompt {args.prompt!r} is unknown; known: {', '.join(sorted(FAMILIES))}")
+        if args.strategy in PROPERTY_TEST_STRATEGIES and not isinstance(FAMILIES[args.prompt], TestConditionedFamily):
+            raise UsageError(f"--strategy {args.strategy} writes programs conditioned on tests: use a "
+                             f"test-conditioned prompt family (--prompt proptest), not {args.prompt!r}")
         from envs.data.files_cli import parse_columns
 
         rows = load_rows(args.data, args.split, args.questions, parse_columns(args.columns),
@@ -190,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         tools.close()
         print(f"vprl eval: error: {e}", file=sys.stderr)
         return 2
-    programs = sampler.programs([r["question"] for r in rows], args.programs)
+    # A strategy that writes its own programs (PropTest's, with the tests in the prompt) gets none.
+    programs = [[] for _ in rows] if writes else sampler.programs([r["question"] for r in rows], args.programs)
     suites = None
     if "suites" in get_strategy(args.strategy).needs:
         builder = SuiteBuilder(SuiteConfig(generator=args.generator, k=args.unit_tests, candidates=args.candidates,
@@ -201,25 +218,29 @@ def main(argv: list[str] | None = None) -> int:
                      reprompt=sampler.reprompter(rows, args.programs), iterations=args.iterations,
                      prompt_family=args.prompt, seed=args.seed, policy=sampler,
                      **({"ablation": args.ablation, "judge": args.judge, "detectors": args.detectors,
-                         "min_models": args.min_models} if args.strategy == "vlagent" else {}))
+                         "min_models": args.min_models} if args.strategy == "vlagent" else {}),
+                     **({"tests": args.tests, "cache": args.cache} if args.strategy in PROPERTY_TEST_STRATEGIES else {}))
     # A strategy that answers through another executor (VLAgent's ensemble tool host and
     # caption verifier) hands it back, so counterfactual answers take the same path.
     answering = getattr(choices, "executor", None) or executor
-    result = {"strategy": args.strategy, "programs": args.programs,
+    result = {"strategy": args.strategy, "prompt": args.prompt, "programs": 1 if writes else args.programs,
               "unit_tests": args.unit_tests if suites is not None else 0,
+              **({"property_tests": args.tests} if args.strategy in PROPERTY_TEST_STRATEGIES else {}),
               **evaluate_choices(choices, rows, answering, args.metric or "gqa_accuracy", args.counterfactuals,
                                  args.seed)}
     if getattr(choices, "settings", None) is not None:
         result["vlagent"] = {k: v for k, v in choices.settings.stats.items() if not k.startswith("_")}
     if hasattr(choices, "close"):
         choices.close()
+    if args.strategy in PROPERTY_TEST_STRATEGIES and "mean_unit_test_score" in result:
+        result["mean_property_test_score"] = result.pop("mean_unit_test_score")  # the share of tests passed
     executor.close()
     tools.close()
     print(json.dumps(result, indent=2))
     if args.out:
         detail = [{"question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,
                    "output": c.result.answer, "status": c.result.status, "score": c.score,
-                   "refused": c.refused, "rounds": c.rounds} for c in choices]
+                   "refused": c.refused, "rounds": c.rounds, "failure": c.failure} for c in choices]
         tmp = Path(args.out).with_suffix(".tmp")
         tmp.write_text(json.dumps({"metrics": result, "choices": detail}, indent=2))
         tmp.replace(args.out)

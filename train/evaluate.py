@@ -69,8 +69,9 @@ def family_hits(rows: list[dict], answers_by_family: dict[str, list], metric: st
 def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfactuals: int = 0,
                      seed: int = 0) -> dict:
     """`vprl eval`'s metrics for one answer per question (`train.strategies.Choice`s):
-    accuracy, error rate, refusal rate, the mean unit-test score where a strategy
-    computed one, and logical metrics for shapes questions."""
+    accuracy, error rate, refusal rate (the fallback answered), the mean unit-test or
+    property-test score where a strategy computed one, the errors by kind (assertion,
+    runtime, compile), and logical metrics for shapes questions."""
     n = len(choices)
     out = {"questions": n, "accuracy": mean([result_score(c.result, rows[c.row], metric) for c in choices]),
            "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
@@ -78,6 +79,11 @@ def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfa
     scored = [c.score for c in choices if c.score is not None]
     if scored:
         out["mean_unit_test_score"] = sum(scored) / len(scored)
+    # PropTest Table 1: why the programs failed, before any fallback answered.
+    from rewards.property_tests.types import failure_kind
+
+    kinds = [c.failure if c.failure is not None or c.refused else failure_kind(c.result) for c in choices]
+    out["errors"] = {k: kinds.count(k) for k in ("assertion", "runtime", "compile")}
     if counterfactuals > 0 and rows and rows[0].get("spec"):
         reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed)
         for k, v in summarize(reports, prefix="").items():

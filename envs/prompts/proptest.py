@@ -8,14 +8,14 @@ as the release shows them, commented out so they are read and not run), and a pr
 uses the same examples, so the two differ in the tests alone.
 
 `render(tokenizer, question, shots, tests=...)` takes the tests as text (a suite's
-`shown()`); without them the family writes the question's tests with the label-free
-`template` generator, so training and `vprl eval --prompt proptest` work unchanged.
+`shown()`); without them the family shows the label-free `template` tests (the leaf
+`rewards.property_tests.template`), so training and `vprl eval --prompt proptest`
+work unchanged.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 from dataclasses import dataclass
 
 from envs.prompts.viper import API, SYSTEM, PromptFamily
@@ -86,9 +86,6 @@ EXAMPLES = [
 '''),
 ]
 
-DEFAULT_TESTS = "rewards.property_tests.template:template_shown"
-
-
 def tests_block(tests: str) -> str:
     """The tests under a query: every line commented out, or a note that there are none."""
     lines = [line for line in (tests or "").splitlines() if line.strip()]
@@ -108,12 +105,13 @@ def shown(asserts: list[str]) -> str:
 class TestConditionedFamily(PromptFamily):
     """A PromptFamily whose queries carry their property tests."""
 
-    tests_source: str = DEFAULT_TESTS   # "module:function", question -> tests text
-    example_tests: tuple = ()
+    example_tests: tuple = ()   # (example query, its tests as text)
 
     def tests_for(self, question: str) -> str:
-        module, _, attr = self.tests_source.partition(":")
-        return getattr(importlib.import_module(module), attr)(question)
+        """The default tests of a query: the template's, from its form alone."""
+        from rewards.property_tests.template import template_shown
+
+        return template_shown(question)
 
     def user_text(self, question: str, shots=None, tests: str | None = None) -> str:
         parts = [self.api + GUIDELINES]

@@ -2,7 +2,8 @@
 per assert in the sandbox on a program's answer, and score.
 
 The `proptest` reward lives in `rewards.property_tests.reward`; the answering
-strategies (`proptest`, `proptest_no_fallback`, `tests_not_run`) in `train.strategies`;
+strategies (`proptest`, `proptest_no_fallback`, `tests_not_run`) in
+`train.strategies.proptest`;
 test quality against ground-truth answers in `rewards.property_tests.quality`.
 """
 

@@ -133,26 +133,26 @@ def check_results(executor, suites: list[PropertySuite], results: list, images: 
 _TEST_EXECUTORS: dict = {}
 
 
-def tests_executor(needs_llm: bool, llm_model: str = DEFAULT_MODEL):
-    """The executor tests run on. Without `llm_query` it is the process-wide one (the same
-    vision backend as the programs). Tests that call `llm_query` need a text LLM: when the
-    process-wide executor has no tool host, a local one serves `llm_query` (the vision
-    tools still run in the workers), started once per process."""
-    from envs.execution import Executor, shared_executor
+def tests_executor(executor, needs_llm: bool, llm_model: str = DEFAULT_MODEL):
+    """The executor tests run on. Without `llm_query` it is `executor` (the programs' own,
+    with their vision backend). Tests that call `llm_query` need a text LLM: when
+    `executor` has no tool host, a local one serves `llm_query` (the vision tools still
+    run in the workers), started once per process and (backend, model)."""
+    from envs.execution import Executor
 
-    shared = shared_executor()
-    backend = shared.config["backend"]
+    backend = executor.config["backend"]
     if not needs_llm or backend.startswith("host:"):
-        return shared
-    if llm_model not in _TEST_EXECUTORS:
+        return executor
+    key = (backend, llm_model)
+    if key not in _TEST_EXECUTORS:
         import atexit
 
         from envs.tools.host import ToolHost
 
         host = ToolHost(backend, llm=llm_model, local=True).start()
-        executor = Executor(timeout_s=shared.timeout_s, memory_mb=shared.config["memory_mb"],
-                            workers=shared.workers, backend=host.spec)
-        _TEST_EXECUTORS[llm_model] = (host, executor)
+        checker = Executor(timeout_s=executor.timeout_s, memory_mb=executor.config["memory_mb"],
+                           workers=executor.workers, backend=host.spec)
+        _TEST_EXECUTORS[key] = (host, checker)
         atexit.register(host.close)       # atexit runs last-in first: the workers close first
-        atexit.register(executor.close)
-    return _TEST_EXECUTORS[llm_model][1]
+        atexit.register(checker.close)
+    return _TEST_EXECUTORS[key][1]

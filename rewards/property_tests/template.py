@@ -5,10 +5,14 @@ few usable ones), rules read the question's wording and write the same
 `def execute_test(image)` an LLM would: yes/no questions answer yes or no, "what
 color" answers a colour word, "how many" a number, "A or B" one of the two. It reads
 only the question text: never the `spec` column, the scene or any label.
+
+A leaf module (it imports nothing from the project), so the `proptest` prompt family
+can show these tests by default.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
 # General English vocabularies (world knowledge, not the dataset's labels).
@@ -66,8 +70,7 @@ def template_test(question: str) -> str:
 
 
 def template_shown(question: str) -> str:
-    """The template tests as the code writer sees them (the default tests of the
-    `proptest` prompt family)."""
-    from rewards.property_tests.static import parse_test
-
-    return parse_test(template_test(question), question, "template").shown()
+    """The template tests as a code writer sees them (`PropertySuite.shown()` of the
+    template suite): the default tests of the `proptest` prompt family."""
+    return "\n".join(f"# Test case {i}:\nassert {ast.unparse(ast.parse(expr, mode='eval').body)}"
+                     for i, (expr, _) in enumerate(properties(question), 1))

@@ -91,3 +91,19 @@ class CheckResult:
     def failed(self) -> bool:
         """The PropTest trigger: a failed or erroring assertion."""
         return self.status == "ok" and any(t != "pass" for t in self.tests)
+
+
+COMPILE_STATUSES = frozenset({"compile_error", "forbidden"})
+
+
+def failure_kind(result, check: CheckResult | None = None) -> str | None:
+    """PropTest Table 1's categories of a program's outcome: compile (syntax, or refused
+    by the sandbox), runtime (exceptions, time and memory limits, no answer), assertion
+    (a property test failed or erred); None when it answered and passed."""
+    if result.status in COMPILE_STATUSES:
+        return "compile"
+    if result.status != "ok" or result.answer is None:
+        return "runtime"
+    if check is not None and check.failed:
+        return "assertion"
+    return None

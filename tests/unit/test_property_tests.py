@@ -12,12 +12,12 @@ from envs.data.render import render
 from envs.data.scene import Obj, Scene
 from envs.execution import Executor
 from rewards.property_tests import prompts
-from rewards.property_tests.answering import answer_with_tests
 from rewards.property_tests.harness import check_answers, check_results, harness_program
 from rewards.property_tests.normalize import normalize_answer
 from rewards.property_tests.static import parse_test
 from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder
-from rewards.property_tests.template import properties, template_test
+from rewards.property_tests.template import properties, template_shown, template_test
+from train.strategies.proptest import answer_with_tests
 
 RED_CIRCLE = render(Scene([Obj("circle", "red", "large", 60, 128)]))
 
@@ -108,6 +108,9 @@ def test_template_reads_the_question_form_only():
     # Only the question goes in: the generator cannot read spec or labels.
     b = PropertySuiteBuilder(PropertyConfig(generator="template"))
     assert b.build(["Is there a red circle?"])[0].tests[0].source.startswith("assert result in ['yes', 'no']")
+    # What the proptest prompt shows by default is exactly the suite's shown() text.
+    for q in ("How many red circles are there?", "Is the square red or blue?", "What size is it?", "Who is it?"):
+        assert template_shown(q) == parse_test(template_test(q), q, "template").shown()
 
 
 def test_prompts_paste_queries_with_quotes_and_braces_verbatim():
@@ -274,3 +277,22 @@ def test_the_examples_programs_pass_their_own_tests(ex):
     assert [r.status for r in results] == ["ok"] * len(EXAMPLES), [r.error for r in results]
     checks = check_results(ex, suites, results, [scene] * len(EXAMPLES))
     assert all(c.all_passed for c in checks), [(q, c.tests) for (q, _, _), c in zip(EXAMPLES, checks)]
+
+
+def test_vprl_eval_strategies_answer_with_the_first_conditioned_program(ex):
+    from train.evaluate import evaluate_choices
+    from train.strategies import answer_strategies, choose
+
+    assert {"proptest", "proptest_no_fallback", "tests_not_run"} <= set(answer_strategies())
+    q = "Is there a red circle?"
+    rows = [{"question": q, "image": RED_CIRCLE, "answer": "yes"}] * 2
+    suite = parse_test(template_test(q), q, "template")
+    progs = [[program("return 'red'"), program("return 'yes'")], [program("return 'no'")]]
+    c = choose("proptest", rows, progs, ex, property_suites=[suite] * 2)
+    assert [x.failure for x in c] == ["assertion", None] and [x.refused for x in c] == [True, False]
+    assert c[0].result.answer == "yes" and c[1].result.answer == "no" and c[1].score == 1.0
+    m = evaluate_choices(c, rows, ex, "gqa_accuracy", 0)
+    assert m["accuracy"] == 0.5 and m["refusal_rate"] == 0.5 and m["errors"] == {"assertion": 1, "runtime": 0,
+                                                                                  "compile": 0}
+    with pytest.raises(ValueError, match="policy sampler"):
+        choose("proptest", rows, [[], []], ex)

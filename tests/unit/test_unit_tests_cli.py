@@ -65,3 +65,12 @@ def test_help_lists_the_new_commands(capsys):
     assert vprl(["--help"]) == 0
     out = capsys.readouterr().out
     assert "unit-tests" in out and "eval" in out
+
+
+def test_eval_proptest_strategies_need_a_test_conditioned_prompt(tmp_path, capsys):
+    assert eval_main(["--data", str(tmp_path), "--strategy", "proptest", "--prompt", "viper_compact"]) == 2
+    assert "--prompt proptest" in _one_line_error(capsys)
+    assert eval_main(["--data", str(tmp_path), "--strategy", "tests_not_run", "--prompt", "nope"]) == 2
+    assert "unknown" in _one_line_error(capsys)
+    assert eval_main(["--data", str(tmp_path), "--strategy", "proptest", "--tests", "oracle"]) == 2
+    assert "invalid choice" in _one_line_error(capsys)

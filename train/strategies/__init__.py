@@ -17,6 +17,9 @@ Adding a strategy (e.g. PropTest, VLAgent) is two steps:
 2. register it here: `register_strategy("proptest", "train.strategies.proptest:choose",
    needs=("policy",), help="...")`. `vprl eval --strategy proptest` then offers it.
 
+PropTest's `proptest`, `proptest_no_fallback` and `tests_not_run` write their own
+test-conditioned programs (`writes_programs=True`) and check them with property tests.
+
 `needs` names what the strategy cannot run without: "suites" (ViUniT unit-test suites,
 built by `vprl eval`), "reprompt" (a sampler of corrected programs), "policy" (the
 policy sampler itself, `inputs.policy`: `.sample(prompts, n)`, `.programs(questions, n)`,
@@ -39,6 +42,12 @@ register_strategy("reprompt", "train.strategies.unit_tests:reprompt", needs=("su
                   help="re-prompt with unit-test feedback while the best program fails θ (Eq. 7)")
 register_strategy("vlagent", "train.strategies.vlagent:vlagent", needs=("policy",),
                   help="VLAgent: SS-parser repair, caption and ensemble verifiers (--ablation)")
+register_strategy("proptest", "train.strategies.proptest:proptest", writes_programs=True,
+                  help="PropTest: a test-conditioned program, the end-to-end fallback on any failed test or error")
+register_strategy("proptest_no_fallback", "train.strategies.proptest:proptest_no_fallback", writes_programs=True,
+                  help="a test-conditioned program; a failed property test leaves the question unanswered")
+register_strategy("tests_not_run", "train.strategies.proptest:tests_not_run", writes_programs=True,
+                  help="a test-conditioned program, the fallback on errors only, tests not run")
 
 __all__ = ["Choice", "Inputs", "Scoring", "Strategy", "answer_strategies", "choose", "execute_own",
            "get_strategy", "register_strategy"]

@@ -20,8 +20,9 @@ class Choice:
     program: str
     result: object            # ExecutionResult on the question's own image
     score: float | None = None
-    refused: bool = False
+    refused: bool = False       # the end-to-end fallback answered instead
     rounds: int = 0
+    failure: str | None = None  # property-test strategies: why the program failed (assertion | runtime | compile)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Strategy:
     fn: Callable[[Inputs], list[Choice]] | str  # or "package.module:function", imported on first use
     needs: tuple[str, ...] = ()
     help: str = ""
+    writes_programs: bool = False  # samples its own programs (through `policy`): vprl eval samples none first
 
     def __call__(self, inputs: Inputs) -> list[Choice]:
         if isinstance(self.fn, str):
@@ -85,9 +87,10 @@ class Strategy:
 _STRATEGIES: dict[str, Strategy] = {}
 
 
-def register_strategy(name: str, fn=None, *, needs=(), help: str = ""):
+def register_strategy(name: str, fn=None, *, needs=(), help: str = "", writes_programs: bool = False):
     """Register `fn(inputs) -> list[Choice]` (a callable or "pkg.mod:fn") as `name`;
-    usable as a decorator."""
+    usable as a decorator. `writes_programs`: the strategy samples its own programs
+    through `inputs.policy`, so `vprl eval` samples none for it."""
     unknown = set(needs) - set(NEEDS)
     if unknown:
         raise ValueError(f"strategy {name!r}: unknown needs {sorted(unknown)}; use {', '.join(NEEDS)}")
@@ -95,7 +98,7 @@ def register_strategy(name: str, fn=None, *, needs=(), help: str = ""):
     def _add(f):
         if name in _STRATEGIES and _STRATEGIES[name].fn is not f:
             raise ValueError(f"answering strategy {name!r} is already registered; pick another name")
-        _STRATEGIES[name] = Strategy(name, f, tuple(needs), help)
+        _STRATEGIES[name] = Strategy(name, f, tuple(needs), help, writes_programs)
         return f
 
     return _add if fn is None else _add(fn)

@@ -1,0 +1,44 @@
+"""PropTest end to end on the embedded default: training with the label-free `proptest`
+reward and the test-conditioned prompt, then `vprl eval --strategy proptest` with the
+real embedded LLM writing the property tests."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+from tests.integration.conftest import ROOT, _env
+
+
+def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_path):
+    proc = run_iterate("run_name=pt", "iterations=1", config="configs/shapes_proptest_cpu.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "pt"
+    m = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert math.isfinite(m["rewards/proptest/mean"]) and 0.0 <= m["rewards/proptest/mean"] <= 1.0
+    assert m["rewards/proptest/suites_built"] >= 1 and m["rewards/proptest/test_invalid"] == 0
+    assert 0.0 <= m["rollout/accuracy"] <= 1.0  # labels are logged, never read by the reward
+    suites = [json.loads(p.read_text()) for p in (run_dir / "property_tests").glob("*.json")]
+    assert len(suites) == m["rewards/proptest/suites_built"] and all(s["generator"] == "template" for s in suites)
+
+    data = tmp_path / "shapes"
+    subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",
+                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=_env(), check=True)
+    out = tmp_path / "eval.json"
+    proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", "proptest",
+                           "--tests", "basic", "--max-new-tokens", "40", "--counterfactuals", "0",
+                           "--adapter", str(run_dir / "best" / "adapter"), "--cache", str(tmp_path / "cache"),
+                           "--out", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["strategy"] == "proptest" and result["prompt"] == "proptest" and result["questions"] == 2
+    assert result["property_tests"] == "basic" and set(result["errors"]) == {"assertion", "runtime", "compile"}
+    choices = json.loads(out.read_text())["choices"]
+    for c in choices:
+        # Any failure sends the question to the fallback; after one, its answer is never the program's.
+        assert c["refused"] == (c["failure"] is not None)
+        if c["refused"]:
+            assert "simple_query" in c["program"]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2  # the LLM's tests, cached per question
