@@ -12,7 +12,15 @@ from envs.tools.phrases import parse, value_of, words
 _QUESTION_WORDS = frozenset(
     "what which who how many much is are does do can was were has have color colour colors "
     "colours shape shapes size kind type there this it its object thing".split())
-_YESNO_START = frozenset("is are does do can was were has have".split())
+_YESNO_START = frozenset("is are does do can was were has have isn aren doesn don wasn weren hasn "
+                         "haven".split())
+# Words that ask whether something is there; they constrain nothing.
+_PRESENCE = frozenset("contain contains containing include includes including show shows showing "
+                      "depict depicts depicted see seen visible present exist exists existing "
+                      "appear appears anywhere somewhere".split())
+# "Does the image not contain ...?", "Is there no ...?". A contraction ("Isn't there a
+# red circle?") asks for confirmation, as in English, so "isn t" is no negation.
+_NEGATIONS = frozenset("not no never none without".split())
 
 
 def matching(comps, phrase: str) -> list:
@@ -69,6 +77,8 @@ def _choose(comps, ws: list[str]) -> str | None:
 
 def simple_query(comps, question: str, shape_hw=None) -> str:
     ws = words(question) or ["what", "is", "this"]
+    if "yes" in ws and "no" in ws:  # "Answer yes or no: is there ...?" offers the answers
+        ws = [w for w in ws if w not in ("answer", "yes", "or", "no", "with")] or ["is", "it"]
     text = " ".join(ws)
     yesno = ws[0] in _YESNO_START
     if text.startswith("how many"):
@@ -79,15 +89,26 @@ def simple_query(comps, question: str, shape_hw=None) -> str:
         if chosen:
             return chosen
     if yesno:
-        kept = " ".join(w for w in ws if w not in _QUESTION_WORDS)
-        q = parse(kept)
-        if q.unknown:
-            return "no"
-        return "yes" if any(q.accepts(c.color, c.shape, c.size) for c in comps) else "no"
+        return "yes" if _yes(comps, ws) else "no"
     if not comps:
         return "nothing"
     attr = _asked_attr(ws)
     return getattr(_main(_subject(comps, ws, drop_attr=attr)), attr)
+
+
+def _yes(comps, ws: list[str]) -> bool:
+    """A yes/no question about what is there: "Is there a red circle?", "Does the image
+    contain a gray shape?", "Is the square blue?"; negated ("... not contain ...", "Is
+    there no ...") by an odd number of negations."""
+    negated = sum(w in _NEGATIONS for w in ws) % 2 == 1
+    q = parse(" ".join(w for w in ws if w not in _QUESTION_WORDS and w not in _PRESENCE
+                       and w not in _NEGATIONS and w not in _YESNO_START and w != "t"))
+    if q.unknown and not q.empty:
+        # Words we do not know beside ones we do ("Is the red shape glossy?"): answer
+        # about what we can see rather than "no" for the words we cannot.
+        q = q.known()
+    found = any(q.accepts(c.color, c.shape, c.size) for c in comps)
+    return found != negated
 
 
 def match_score(comps, text: str, shape_hw=None) -> float:

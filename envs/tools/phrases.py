@@ -5,17 +5,21 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from envs.data.vocab import COLORS
+from envs.tools.colors import BASIC_TERMS
 
 _SYNONYMS: dict[str, tuple[str, str]] = {}
-for _c in COLORS:
+for _c in BASIC_TERMS:
     _SYNONYMS[_c] = ("color", _c)
-_SYNONYMS.update({"grey": ("color", "gray"), "violet": ("color", "purple"),
-                  "turquoise": ("color", "cyan")})
+# Other names of colours, by the basic term their usual shade is nearest to.
+for _c, _words in {"gray": "grey silver", "purple": "violet indigo lavender", "cyan": "turquoise aqua",
+                   "blue": "navy azure", "red": "crimson scarlet maroon", "green": "lime olive",
+                   "pink": "magenta", "yellow": "gold", "brown": "tan"}.items():
+    for _w in _words.split():
+        _SYNONYMS[_w] = ("color", _c)
 for _s, _words in {"circle": "circle circles ball balls disk disks disc discs sphere spheres "
                              "round dot dots",
-                   "square": "square squares box boxes cube cubes block blocks rectangle "
-                             "rectangles",
+                   "square": "square squares cube cubes",
+                   "rectangle": "rectangle rectangles rectangular box boxes block blocks oblong",
                    "triangle": "triangle triangles triangular pyramid pyramids"}.items():
     for _w in _words.split():
         _SYNONYMS[_w] = ("shape", _s)
@@ -27,7 +31,13 @@ for _z, _words in {"small": "small smaller smallest little tiny", "large":
 GENERIC = frozenset("object objects shape shapes thing things item items figure figures one "
                     "ones".split())
 STOP = frozenset("a an the of any all some in on at image picture photo there is are this "
-                 "that these those it its colored coloured each every".split())
+                 "that these those it its colored coloured each every dark light bright pale "
+                 "deep".split())  # shade words: a dark blue shape is a blue shape
+
+
+def shapes_named(shape: str) -> frozenset:
+    """The shapes a shape word finds: a square is a rectangle, so "rectangle" finds both."""
+    return frozenset({"rectangle", "square"}) if shape == "rectangle" else frozenset({shape})
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,10 @@ class Query:
         return ((not self.color or color in self.color) and (not self.shape or shape in self.shape)
                 and (not self.size or size in self.size))
 
+    def known(self) -> "Query":
+        """The same constraints without the unknown words."""
+        return Query(self.color, self.shape, self.size)
+
     def score(self, color: str, shape: str, size: str) -> float:
         """Fraction of the phrase's constraints met (best_image_match)."""
         parts = [(self.color, color), (self.shape, shape), (self.size, size)]
@@ -69,7 +83,7 @@ def parse(text: str) -> Query:
     for w in words(text):
         if w in _SYNONYMS:
             attr, value = _SYNONYMS[w]
-            found[attr].add(value)
+            found[attr] |= shapes_named(value) if attr == "shape" else {value}
         elif w not in GENERIC and w not in STOP and w not in ("or", "and", "with"):
             unknown.append(w)
     return Query(frozenset(found["color"]), frozenset(found["shape"]), frozenset(found["size"]),

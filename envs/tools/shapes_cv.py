@@ -1,11 +1,18 @@
-"""shapes-cv: classical perception of rendered shape scenes, from the pixels alone.
+"""shapes-cv: classical perception of flat-colour shape scenes, from the pixels alone.
 
-Pipeline per (image, crop): nearest-colour labelling of every pixel against the palette
-plus the background (estimated from the full image's border); an erosion that
-keeps a pixel only when its four neighbours carry its label (twice), which removes thin
-clutter strokes and separates touching objects of different colours; connected components;
-then colour from the label, shape from corner occupancy and fill ratio, size from
-extent.  It never sees a scene graph.
+Per image (cached by content): the background colour from the border; the image's own
+palette, the peaks of its colour histogram, so any flat background and any object colour
+work, not only our renderer's (colours closer than the border's noise are one); and what
+the image calls for: a flat one keeps every object however small, eroding less when its
+objects are small, while a noisy one (uneven lighting, specks: our renderer's clutter)
+gets the erosion and size limits of our 24-px objects at 256 px, scaled to the image.
+Per (image, crop): each pixel labelled with its nearest palette colour; an erosion that
+keeps a pixel only when its 4 neighbours carry its label, which removes thin clutter
+strokes, anti-aliased rims and touching neighbours of other colours; connected
+components, each grown back to its full extent within its colour; then the colour named
+by its nearest basic colour term (colors.py), the shape from corner occupancy, fill and
+aspect (circle, square, rectangle, triangle), and the size from extent.  It never sees a
+scene graph.
 """
 from __future__ import annotations
 
@@ -14,33 +21,32 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 from scipy import ndimage
 
-from envs.data.vocab import COLORS, HALF_EXTENT, REFERENCE_CANVAS
+from envs.data.vocab import HALF_EXTENT, REFERENCE_CANVAS
 from envs.tools import answers
 from envs.tools.backend import Backend, View
+from envs.tools.colors import color_name
 
 Component = namedtuple("Component", "left lower right upper area color shape size")
+# What the whole image tells every crop of it: its colours and the label of each colour
+# bin, how far to erode, and how small an object's eroded core may be (area, side).
+Scene = namedtuple("Scene", "palette lut erode min_core min_side")
 
-_NAMES = ("background",) + tuple(COLORS)
-_LUTS: dict = {}
+_SCENES: "OrderedDict[str, Scene]" = OrderedDict()
 _SEGMENTS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _BACKGROUNDS: "OrderedDict[str, tuple]" = OrderedDict()
 _MAX_CACHED = 2048
+_MAX_SCENES = 256  # each holds a 32 KB colour table
 
-# Thresholds in pixels of a 256-pixel canvas, scaled with the image.
-MIN_AREA, MIN_SIDE, MIN_FILL = 30, 4, 0.3
-ERODE = 2  # px: removes clutter strokes up to 4 px wide, keeps 24-px shapes whole
+# Thresholds in pixels of a 256-pixel canvas with our object sizes, scaled with the image.
+MIN_FILL = 0.3  # the least share of its box an object fills (a diagonal stroke fills less)
+MIN_CORE, MIN_SIDE = 30, 4  # px: an object's core in clutter (area, narrowest side)
+ERODE = 2  # px: removes clutter strokes up to 3 px wide, keeps 24-px shapes whole
 SIZE_SPLIT = HALF_EXTENT["small"] + HALF_EXTENT["large"]  # between the two diameters
 SQUARE_FILL, CIRCLE_FILL, TRIANGLE_SYMMETRY = 0.9, 0.64, 0.55
-
-
-def _lut(bg: tuple) -> np.ndarray:
-    """Label of every 5-bit-per-channel colour: one gather labels a whole image."""
-    if bg not in _LUTS:
-        palette = np.array([bg] + list(COLORS.values()), dtype=np.float32)
-        q = (np.arange(32, dtype=np.float32) * 8 + 4)
-        grid = np.stack(np.meshgrid(q, q, q, indexing="ij"), -1).reshape(-1, 1, 3)
-        _LUTS[bg] = ((grid - palette) ** 2).sum(-1).argmin(1).astype(np.uint8)
-    return _LUTS[bg]
+RECTANGLE_ASPECT = 1.3  # sides further apart than this make a rectangle, not a square
+PEAK_SEPARATION = 10.0  # RGB distance below which two histogram peaks are one colour
+MAX_COLORS = 24
+CORE_SIDE = 16  # px: an eroded core at least this wide is classified instead of the grown mask
 
 
 def _remember(cache: OrderedDict, key, value):
@@ -50,12 +56,183 @@ def _remember(cache: OrderedDict, key, value):
     return value
 
 
+def _border(image: np.ndarray) -> np.ndarray:
+    return np.concatenate([image[0], image[-1], image[:, 0], image[:, -1]]).astype(np.float32)
+
+
 def background(view: View) -> tuple:
+    """The background colour: the median of the full image's border."""
     if view.digest in _BACKGROUNDS:
         return _BACKGROUNDS[view.digest]
-    r = view.root
-    border = np.concatenate([r[0], r[-1], r[:, 0], r[:, -1]])
-    return _remember(_BACKGROUNDS, view.digest, tuple(int(v) for v in np.median(border, 0)))
+    return _remember(_BACKGROUNDS, view.digest,
+                     tuple(int(v) for v in np.median(_border(view.root), 0)))
+
+
+def noise(image: np.ndarray, bg: tuple) -> tuple[float, float]:
+    """(tolerance, texture) of an image's colours.
+
+    tolerance: how far apart two colours must be to count as two, in RGB units: twice what
+    the border strays from the background colour (uneven lighting) or what neighbouring
+    pixels differ by inside regions (sensor noise, compression), at least PEAK_SEPARATION.
+    texture: the share of neighbouring pixels that differ a little; 0 for
+    flat renders, anti-aliased or not.
+    """
+    d = np.linalg.norm(_border(image) - np.asarray(bg, np.float32), axis=1)
+    d = d[d < 48]  # objects touching the border are not the background's noise
+    step = np.abs(np.diff(image[::4].astype(np.int16), axis=1)).max(-1).ravel()
+    step = step[step < 48]  # edges between regions are not noise
+    spread = float(np.percentile(d, 90)) if d.size else 0.0
+    grain = float(np.percentile(step, 97)) if step.size else 0.0
+    return (max(PEAK_SEPARATION, 2 * spread, 2 * grain),
+            float((step > 0).mean()) if step.size else 0.0)
+
+
+def _bins(image: np.ndarray) -> np.ndarray:
+    """Each pixel's 5-bit-per-channel colour bin, 0..32767."""
+    q = image >> 3
+    return (q[..., 0].astype(np.uint16) << 10) | (q[..., 1].astype(np.uint16) << 5) | q[..., 2]
+
+
+def _palette(image: np.ndarray, bins: np.ndarray, bg: tuple, min_count: int, tol: float,
+             textured: bool = False) -> tuple:
+    """(palette, lut): the background and the peaks of the colour histogram, which are the
+    image's flat colours, and the palette label of every colour bin.
+
+    Colours closer than ``tol`` are one colour: uneven lighting, noise and compression
+    shift the objects' colours as much as the background's.  A bin is
+    labelled by the colour of its pixels, not its centre, so two flat colours a few
+    units apart (a gray shape on a gray background) stay apart.
+    """
+    bins = bins.ravel()
+    counts = np.bincount(bins, minlength=32 ** 3)
+    occupied = np.nonzero(counts)[0]
+    # Each bin's colour is one of its pixels' (the same for all of them in a flat region);
+    # scattering the pixel indices backwards leaves each bin its first pixel.
+    first = np.empty(32 ** 3, np.int64)
+    first[bins[::-1]] = np.arange(bins.size - 1, -1, -1)
+    means = image.reshape(-1, 3)[first[occupied]].astype(np.float32)
+    order = np.argsort(-counts[occupied], kind="stable")
+    cand = order[counts[occupied][order] >= min_count][:256]
+    peaks = np.asarray([bg], np.float32)
+    names = [None]
+    colours = means[cand]
+    colours = colours[np.sqrt(((colours - peaks[0]) ** 2).sum(1)) > tol]  # the background's shades
+    for colour in colours:
+        if len(peaks) > MAX_COLORS:
+            break
+        dist = np.sqrt(((peaks - colour) ** 2).sum(1))
+        if dist.min() <= tol:
+            continue
+        # Noise and compression shift an object's colour further than ``tol`` in places
+        # (JPEG's chroma bleeds): in a textured image, a shade of a colour already found
+        # and near it is that colour.
+        name = color_name(colour)
+        if textured and any(n == name and d <= 3 * tol for n, d in zip(names, dist)):
+            continue
+        peaks = np.vstack([peaks, colour])
+        names.append(name)
+    # Only bins that occur get a label: crops hold the pixels of the image analysed.
+    lut = np.zeros(32 ** 3, np.uint8)
+    lut[occupied] = ((means[:, None] - peaks[None]) ** 2).sum(-1).argmin(1)
+    return peaks, lut
+
+
+def _cores(lab: np.ndarray, erode: int) -> np.ndarray:
+    """Pixels whose 4-neighbours all carry their (non-background) label, eroded
+    ``erode`` - 1 more times; outside the array counts as background, so an object
+    filling a tight crop erodes exactly as it does in the full image."""
+    keep = lab > 0
+    keep[1:] &= lab[1:] == lab[:-1]
+    keep[:-1] &= lab[:-1] == lab[1:]
+    keep[:, 1:] &= lab[:, 1:] == lab[:, :-1]
+    keep[:, :-1] &= lab[:, :-1] == lab[:, 1:]
+    keep[0] = keep[-1] = False
+    keep[:, 0] = keep[:, -1] = False
+    if erode > 1:
+        keep = ndimage.binary_erosion(keep, iterations=erode - 1, border_value=0)
+    return keep
+
+
+def analyse(image: np.ndarray, bg: tuple, ref: int, bins: np.ndarray | None = None) -> Scene:
+    """What the whole image tells every crop of it (see ``Scene``)."""
+    s = ref / REFERENCE_CANVAS
+    tol, texture = noise(image, bg)
+    bins = _bins(image) if bins is None else bins
+    rough = tol > PEAK_SEPARATION or texture > 0.02
+    palette, lut = _palette(image, bins, bg, max(4, int(round(6 * s))), tol, rough)
+    if rough:
+        # Not a flat render (lighting, sensor specks, compression; our renderer adds the
+        # first two with its clutter strokes and dots): erode strokes away and keep only
+        # cores of an object's size, as for our >= 24-px objects at 256 px: 2 px, 30
+        # pixels 4 wide.
+        return Scene(palette, lut, max(1, int(round(ERODE * s))), MIN_CORE * s * s, MIN_SIDE * s)
+    # A flat image: whatever survives the 4-neighbour test is an object, however small;
+    # erode less in scenes of small objects so that they keep a core.
+    comp, n = ndimage.label(_cores(lut[bins], 1))
+    largest = max((max(sl[0].stop - sl[0].start, sl[1].stop - sl[1].start)
+                   for sl in ndimage.find_objects(comp)), default=0) + 2 if n else 0
+    largest = largest or 2 * HALF_EXTENT["small"] * s
+    erode = min(int(round(ERODE * s)), int(round(ERODE * largest / (2 * HALF_EXTENT["small"]))))
+    return Scene(palette, lut, max(1, erode), 1, 1)
+
+
+def _scene(view: View) -> Scene:
+    if view.digest in _SCENES:
+        _SCENES.move_to_end(view.digest)
+        return _SCENES[view.digest]
+    _SCENES[view.digest] = analyse(view.root, background(view), min(view.root.shape[:2]))
+    if len(_SCENES) > _MAX_SCENES:
+        _SCENES.popitem(last=False)
+    return _SCENES[view.digest]
+
+
+def segment(image: np.ndarray, bg: tuple, ref: int, scene: Scene | None = None) -> tuple:
+    """Components of ``image`` (HxWx3 uint8), boxes bottom-left origin in its pixels.
+
+    ``scene`` is the analysis of the full image ``image`` was cropped from (its palette and
+    scale); without it ``image`` is analysed alone.
+    """
+    h, w = image.shape[:2]
+    if h == 0 or w == 0:
+        return ()
+    bins = _bins(image)
+    scene = scene or analyse(image, bg, ref, bins)
+    lab = scene.lut[bins]
+    cores = _cores(lab, scene.erode)
+    comp, n = ndimage.label(cores)
+    if n == 0:
+        return ()
+    s = ref / REFERENCE_CANVAS
+    out = []
+    pad = scene.erode + 1
+    square = np.ones((3, 3), bool)
+    areas = np.bincount(comp.ravel(), minlength=n + 1)
+    for k, sl in enumerate(ndimage.find_objects(comp), 1):
+        if sl is None or areas[k] < scene.min_core or \
+                min(sl[0].stop - sl[0].start, sl[1].stop - sl[1].start) < scene.min_side:
+            continue  # specks: most components of a cluttered image
+        inner = comp[sl] == k
+        # Grow the core back to its full extent within its own colour: the pixels the
+        # erosion took, corners included, but not a stroke of that colour leaving it.
+        r0, r1 = max(0, sl[0].start - pad), min(h, sl[0].stop + pad)
+        c0, c1 = max(0, sl[1].start - pad), min(w, sl[1].stop + pad)
+        label = lab[sl][inner][0]
+        mask = ndimage.binary_dilation(comp[r0:r1, c0:c1] == k, square, iterations=scene.erode,
+                                       mask=lab[r0:r1, c0:c1] == label)
+        rows, cols = np.nonzero(mask)
+        full = mask[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+        r0, r1, c0, c1 = r0 + rows.min(), r0 + rows.max() + 1, c0 + cols.min(), c0 + cols.max() + 1
+        bh, bw = r1 - r0, c1 - c0
+        if full.mean() < MIN_FILL:
+            continue
+        rgb = image[r0:r1, c0:c1][full].mean(0)
+        size = "large" if max(bh, bw) >= SIZE_SPLIT * s else "small"
+        # The eroded core keeps a polygon's corners sharp and drops what clutter stuck to
+        # it, so it shows the shape best once it is big enough to show anything.
+        shape = classify(inner if min(inner.shape) >= CORE_SIDE else full)
+        out.append(Component(c0, h - r1, c1, h - r0, int(full.sum()), color_name(rgb), shape, size))
+    out.sort(key=lambda c: (c.left, -c.upper))
+    return tuple(out)
 
 
 def _corner_fill(mask: np.ndarray) -> tuple:
@@ -64,7 +241,7 @@ def _corner_fill(mask: np.ndarray) -> tuple:
     upright triangle -- and, unlike the fill ratio, mostly unchanged when a neighbour
     bites off part of the shape."""
     h, w = mask.shape
-    c = max(2, round(0.15 * min(h, w)))
+    c = max(1, round(0.15 * min(h, w)))
     return (mask[:c, :c].mean(), mask[:c, -c:].mean(), mask[-c:, :c].mean(), mask[-c:, -c:].mean())
 
 
@@ -81,13 +258,19 @@ def _trim(mask: np.ndarray, frac: float = 0.015) -> np.ndarray:
     return mask[r0:r1, c0:c1] if r1 - r0 >= 3 and c1 - c0 >= 3 else mask
 
 
-def _classify(mask: np.ndarray) -> str:
+def classify(mask: np.ndarray) -> str:
+    """circle, square, rectangle or triangle, from a component's full mask."""
     mask = _trim(mask)
+    h, w = mask.shape
     fill = mask.mean()
     tl, tr, bl, br = _corner_fill(mask)
     full = [v > 0.6 for v in (tl, tr, bl, br)]
-    if sum(full) >= 3 or fill >= SQUARE_FILL:
-        return "square"
+    # A disc eroded by the diamond of the 4-neighbour erosion turns squarish, but none of
+    # its corners fills: fill alone never makes a square.
+    if sum(full) >= 3 or (fill >= SQUARE_FILL and any(full)):
+        # One pixel of rounding is not a rectangle: a 6x7 box is a square.
+        long, short = max(h, w), min(h, w)
+        return "rectangle" if long >= RECTANGLE_ASPECT * short and long - short >= 2 else "square"
     if bl > 0.6 and br > 0.6 and tl < 0.25 and tr < 0.25:
         return "triangle"
     if max(tl, tr, bl, br) < 0.25 and fill >= CIRCLE_FILL:
@@ -98,56 +281,6 @@ def _classify(mask: np.ndarray) -> str:
     if fill < CIRCLE_FILL or symmetry < TRIANGLE_SYMMETRY:
         return "triangle"
     return "circle"
-
-
-def segment(image: np.ndarray, bg: tuple, ref: int) -> tuple:
-    """Components of ``image`` (HxWx3 uint8), boxes bottom-left origin in its pixels."""
-    h, w = image.shape[:2]
-    if h == 0 or w == 0:
-        return ()
-    lab_color = _lut(bg)[((image[..., 0] >> 3).astype(np.int32) << 10)
-                         | ((image[..., 1] >> 3).astype(np.int32) << 5) | (image[..., 2] >> 3)]
-    keep = lab_color > 0
-    keep[1:] &= lab_color[1:] == lab_color[:-1]
-    keep[:-1] &= lab_color[:-1] == lab_color[1:]
-    keep[:, 1:] &= lab_color[:, 1:] == lab_color[:, :-1]
-    keep[:, :-1] &= lab_color[:, :-1] == lab_color[:, 1:]
-    for i in range(ERODE):
-        # Outside the array counts as background, so an object filling a tight crop
-        # erodes exactly as it does in the full image.
-        keep[:i + 1] = keep[-i - 1:] = False
-        keep[:, :i + 1] = keep[:, -i - 1:] = False
-        if i + 1 < ERODE:
-            inner = keep.copy()
-            inner[1:] &= keep[:-1]
-            inner[:-1] &= keep[1:]
-            inner[:, 1:] &= keep[:, :-1]
-            inner[:, :-1] &= keep[:, 1:]
-            keep = inner
-    lab, n = ndimage.label(keep)
-    if n == 0:
-        return ()
-    areas = np.bincount(lab.ravel(), minlength=n + 1)
-    s = ref / REFERENCE_CANVAS
-    out = []
-    for k, sl in enumerate(ndimage.find_objects(lab), 1):
-        if sl is None or areas[k] < MIN_AREA * s * s:
-            continue
-        r0, r1, c0, c1 = sl[0].start, sl[0].stop, sl[1].start, sl[1].stop
-        bh, bw = r1 - r0, c1 - c0
-        fill = areas[k] / (bh * bw)
-        if min(bh, bw) < MIN_SIDE * s or fill < MIN_FILL:
-            continue
-        mask = lab[sl] == k
-        color = _NAMES[int(lab_color[sl][mask][0])]
-        # The erosion took ERODE pixels off every side; give them back for boxes and size.
-        e = ERODE
-        r0, r1, c0, c1 = max(0, r0 - e), min(h, r1 + e), max(0, c0 - e), min(w, c1 + e)
-        size = "large" if max(r1 - r0, c1 - c0) >= SIZE_SPLIT * s else "small"
-        out.append(Component(c0, h - r1, c1, h - r0, int(areas[k]), color,
-                             _classify(mask), size))
-    out.sort(key=lambda c: (c.left, -c.upper))
-    return tuple(out)
 
 
 _WARM: list = []
@@ -161,7 +294,7 @@ class ShapesCV(Backend):
         # namespace, so run the whole pipeline once now to pull in any lazy imports.
         if not _WARM:
             tile = np.full((24, 24, 3), 245, np.uint8)
-            tile[6:18, 6:18] = COLORS["red"]
+            tile[6:18, 6:18] = (215, 35, 35)
             segment(tile, (245, 245, 245), 24)
             _WARM.append(True)
 
@@ -170,7 +303,7 @@ class ShapesCV(Backend):
         if key in _SEGMENTS:
             _SEGMENTS.move_to_end(key)
             return _SEGMENTS[key]
-        comps = segment(view.image, background(view), min(view.root.shape[:2]))
+        comps = segment(view.image, background(view), min(view.root.shape[:2]), _scene(view))
         return _remember(_SEGMENTS, key, comps)
 
     def find(self, view: View, phrase: str) -> tuple:
