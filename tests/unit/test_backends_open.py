@@ -32,9 +32,13 @@ def empty_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_owl(tmp_path_factory):
+    return tiny_owl_at(tmp_path_factory.mktemp("tiny-owlv2"))
+
+
+def tiny_owl_at(folder):
+    """A tiny randomly initialised OWLv2 with its processor, saved to ``folder``."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    folder = tmp_path_factory.mktemp("tiny-owlv2")
     words = ["[PAD]", "[UNK]", "<s>", "</s>", "a", "dog", "photo", "of"]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()

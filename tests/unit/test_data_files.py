@@ -200,3 +200,26 @@ def test_check_refuses_bad_input_with_exit_2(tmp_path, capsys, argv, message):
                       for a in argv], "check") == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_a_presets_metric_is_the_configs_when_given(tmp_path):
+    """data.name=chartqa used to drop data.metric silently."""
+    feats = Features({"image": datasets.Image(), "query": Value("string"), "label": Value("string")})
+    Dataset.from_dict({"image": [{"bytes": png(i), "path": None} for i in range(10)],
+                       "query": ["How many?"] * 10, "label": ["3"] * 10},
+                      features=feats).to_parquet(str(tmp_path / "chartqa.parquet"))
+    for metric, expected in ((None, "relaxed_accuracy"), ("anls", "anls")):
+        cfg = config(tmp_path, "data.name=chartqa", f"data.path={tmp_path / 'chartqa.parquet'}",
+                     f"data.metric={metric or 'null'}")
+        train, _ = load_data(cfg)
+        assert set(train["metric"]) == {expected} and cfg.data.metric == expected
+
+
+def test_vprl_eval_names_its_own_split_flag(tmp_path, capsys):
+    from train.eval_cli import main as eval_main
+
+    source = csv_source(tmp_path)
+    assert eval_main(["--data", str(source), "--columns", "question=prompt,answer=label,image=img_file",
+                      "--split", "test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("vprl eval: error:") and "--split" in err and "split=" not in err
