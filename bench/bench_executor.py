@@ -229,8 +229,8 @@ def baseline_tree(ref: str, tmp: str) -> str:
 def compare(args) -> dict:
     """Warm-pool arms of --baseline and of this checkout, alternated, in subprocesses."""
     arms = [("baseline", args.baseline_tree, None), ("this", str(ROOT), None)]
-    if args.reuse_arm:
-        arms.append(("this, max_tasks_per_worker=2000", str(ROOT), 2000))
+    if args.fork_arm:
+        arms.append(("this, max_tasks_per_worker=1", str(ROOT), 1))
     times: dict = {name: [] for name, _, _ in arms}
     cpus: dict = {name: [] for name, _, _ in arms}
     for _ in range(args.rounds):
@@ -272,9 +272,9 @@ def main(argv=None) -> int:
                         help="also time the warm pool of this git revision or checkout "
                              "directory, alternating with this one, and print the ratio")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (--baseline)")
-    parser.add_argument("--reuse-arm", action="store_true",
-                        help="with --baseline: also time this checkout with children "
-                             "running 2000 programs each (no per-program isolation)")
+    parser.add_argument("--fork-arm", action="store_true",
+                        help="with --baseline: also time this checkout with a fresh child "
+                             "per program (max_tasks_per_worker=1)")
     parser.add_argument("--pool-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--max-tasks", type=int, help=argparse.SUPPRESS)

@@ -70,7 +70,12 @@ def guarded_getattr(obj, name, *default):
 
 
 def guarded_hasattr(obj, name) -> bool:
-    return hasattr(obj, checked_name(name))
+    """False for a name programs may not use (as for any attribute they cannot reach)."""
+    try:
+        name = checked_name(name)
+    except AttributeError:
+        return False
+    return hasattr(obj, name)
 
 
 def guarded_setattr(obj, name, value) -> None:
