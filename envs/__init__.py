@@ -12,7 +12,8 @@ one `vprl/<Preset>-v0` per real-dataset preset:
 
 Registering touches only gymnasium's registry (entry points are strings); the
 environment classes load on first use. A sandbox worker (`python -m
-envs.execution.worker`) imports this package before its own module, and the sandbox
+envs.execution.zygote` and the children it forks) imports this package before its own
+module, and the sandbox
 imports nothing above it: a worker registers nothing, so it never loads gymnasium,
 the environments, `rewards` or `policies` (docs/LAYERS.md).
 """

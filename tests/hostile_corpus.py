@@ -249,6 +249,9 @@ PROTOCOL = [
         "data = b'{\"x\": ' + b'9' * 100000 + b'}'",
         "for fd in range(3, 40):", "    write_raw(fd, len(data).to_bytes(4, 'big') + data)",
         "return 'real'"), leaky=True),
+    Case("a reply of another kind", "protocol", entry(
+        "for fd in range(3, 40):", "    write_raw(fd, b'\\x00\\x00\\x00\\x10{\"retire\": true}')",
+        "return 'real'"), leaky=True),
     Case("oversized reply", "protocol", entry(
         "for fd in range(3, 40):", "    write_raw(fd, (1 << 30).to_bytes(4, 'big'))",
         "return 'real'"), leaky=True),
@@ -376,3 +379,4 @@ def leaky_namespace(backend="plain"):
 def escaped(result) -> bool:
     return any((text or "").startswith("escaped") or "escaped:" in (text or "")
                for text in (result.answer, result.stdout))
+

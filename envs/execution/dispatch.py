@@ -44,7 +44,6 @@ class Batch:
         self.bar = bar
         self.done: dict[tuple, ExecutionResult] = {}
         self.lost: list[tuple[ChildHandle, float]] = []  # (child, give up waiting at)
-        self.requeued: dict = {}  # tasks given back once by a retiring child
         self.selector = selectors.DefaultSelector()
         self.registered: dict[int, object] = {}
 
@@ -231,14 +230,11 @@ class Batch:
             self._violation(child, str(exc))
             return
         for frame in frames:
-            if child.state == "idle" and frame == {"retire": True}:
-                self._on_reply(child, frame)
-            elif child.state != "busy":
+            if child.state != "busy":
                 if child.state == "idle":  # bytes with no request outstanding
                     self._kill(child)
                 return
-            else:
-                self._on_reply(child, frame)
+            self._on_reply(child, frame)
         if closed and child.state == "busy":
             self._lost(child)
         elif closed:
@@ -248,18 +244,6 @@ class Batch:
         if "fatal" in frame and len(frame) == 1 and not self.ex._ever_ran:
             self._kill(child)
             raise ExecutorError(str(frame["fatal"]))
-        if frame == {"retire": True} and not child.retiring:
-            # The previous program left state behind; the child exits without running
-            # the one it may already hold. That one goes to a clean child, once for free.
-            child.retiring = True
-            self.ex.stats["children_retired_dirty"] += 1
-            if child.state == "busy":
-                if not self.requeued.get(child.task):
-                    self.requeued[child.task] = True
-                    self.attempts[child.task] -= 1
-                self.queue.appendleft(child.task)
-            self._forget(child)
-            return
         last = frame.pop("last", None)
         reply_id = frame.pop("id", None)
         if type(reply_id) is not str or reply_id != child.request_id:
@@ -274,6 +258,7 @@ class Batch:
         child.task = child.request_id = child.deadline = None
         child.state = "idle"
         if last:  # it exits now: a fresh child from the zygote takes its place
+            self.ex.stats["children_retired"] += 1
             self._forget(child)
 
     def _violation(self, child: ChildHandle, what: str):

@@ -87,7 +87,7 @@ class Executor:
         self._closed = False
         self.stats = {"executed": 0, "cache_hits": 0, "timeouts_killed": 0,
                       "worker_restarts": 0, "protocol_errors": 0, "zygote_starts": 0,
-                      "children_spawned": 0, "children_retired_dirty": 0}
+                      "children_spawned": 0, "children_retired": 0}
         self.sandbox_layers: list[str] = []
         self.sandbox_warnings: list[str] = []
         self._start_zygote()  # start warming now

@@ -131,20 +131,16 @@ def serve(warm: Warm, req_fd: int, rep_fd: int, first: bytes | None = None) -> N
         report = args = request = None
         served += 1
         # A child is retired after its quota, after a memory blow-up or a timeout (the
-        # heap may stay fragmented, the program may have been stopped anywhere), and
-        # once its tool-host connection is broken.
+        # heap may stay fragmented, the program may have been stopped anywhere), once
+        # its tool-host connection is broken, and when the program left state behind.
         last = (served >= config["max_tasks_per_worker"]
                 or outcome["status"] in ("memory_limit", "timeout")
                 or _peak_rss_kb() > rss_limit_kb or not _tool_host_healthy())
+        if not last:
+            hygiene.reset()
+            last = not hygiene.clean()
         _send(rep_fd, {"id": rid, "last": last, **outcome})
         if last:
-            return
-        # Checked after the reply, off the parent's critical path. A child that finds
-        # state left behind says so (the parent then gives the next program, which it
-        # may already have sent, to a clean child) and exits without reading on.
-        hygiene.reset()
-        if not hygiene.clean():
-            _send(rep_fd, {"retire": True})
             return
 
 

@@ -160,7 +160,6 @@ class ChildHandle:
         self.how: str | None = None  # how it ended, from the zygote
         self.images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
         self.nonce = secrets.token_hex(8)  # request ids: this nonce and a counter
-        self.retiring = False
 
     def send(self, payload: bytes, deadline: float) -> bool:
         """Write one frame without risking a hang on a child that stopped reading."""
