@@ -49,7 +49,7 @@ class Executor:
         them the child resets and verifies its state (hygiene.py) and retires itself
         when a program left anything behind; the zygote forks a clean replacement in
         milliseconds. 1 gives every program a fresh child: that also holds against a
-        program that escapes the Python layers, for about 10x the CPU per program
+        program that escapes the Python layers, for about 14x the CPU per program
         (docs/threat_model.md). A child is also replaced after a timeout, a memory
         error, or when its peak memory passes half the budget.
     debug: let workers write to this process's stderr.
