@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CONFIG ?= configs/shapes_rwr_cpu.yaml
 
-.PHONY: venv run test test-unit test-integration test-distributed bench clean
+.PHONY: venv system-deps run test test-unit test-integration test-distributed bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,17 +20,28 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Headless Chromium for the report's browser test (Debian packages). Installed when
+# missing and we may (root, or password-less sudo); otherwise say how.
+system-deps:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	elif sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	else echo "note: install chromium and chromium-driver (Debian) for the report's browser test"; fi
+
+# The main job; training ends by writing runs/<run_name>/report.html and printing its path.
 run: $(STAMP)
 	$(VENV)/bin/accelerate launch --config_file configs/accelerate/cpu.yaml \
 		train/iterate.py --config $(CONFIG) $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(PY) -m pytest -q -m "not gpu" tests/unit tests/integration tests/distributed tests/gpu
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP)
+test-integration: $(STAMP) system-deps
 	$(PY) -m pytest -q tests/integration
 
 test-distributed: $(STAMP)

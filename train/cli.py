@@ -1,4 +1,4 @@
-"""The `vprl` command: `vprl train`, `vprl exec`, `vprl data shapes|import|check`, `vprl unit-tests`, `vprl eval`, `vprl export`."""
+"""The `vprl` command: `vprl train`, `vprl report`, `vprl exec`, `vprl data shapes|import|check`, `vprl unit-tests`, `vprl eval`, `vprl export`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ commands:
   train [--config FILE] [--print-config] [--dry-run] [key=value ...]
                                           reward-weighted policy iteration (same as train/iterate.py);
                                           `vprl train --help` lists every config key
+  report RUN [RUN ...] [--out report.html]
+                                          one self-contained HTML report of runs (no W&B needed), PNG figures beside it
   exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME]
                                           run one program in the sandbox, print the result as JSON
   data shapes --out DIR [--train N] [--val N] [--test N] [--seed S]
@@ -28,7 +30,7 @@ commands:
 
 Run `vprl COMMAND --help` for a command's options."""
 
-COMMANDS = ("train", "exec", "data", "unit-tests", "eval", "export")
+COMMANDS = ("train", "report", "exec", "data", "unit-tests", "eval", "export")
 
 
 def version() -> str:
@@ -53,6 +55,10 @@ def _dispatch(argv: list[str]) -> int:
         from train.iterate import main as train_main
 
         return train_main(rest)
+    if command == "report":
+        from train.report import main as report_main
+
+        return report_main(rest)
     if command == "exec":
         from envs.execution.cli import main as exec_main
 

@@ -191,6 +191,7 @@ class TrackingConfig:
     entity: str | None = None
     mode: Literal["auto", "online", "offline", "disabled"] = "auto"  # auto: online when logged in, else offline
     table_rows: NonNegative[int] = 64  # rollouts per iteration kept in the rollout table
+    report: bool = True  # write runs/<name>/report.html when the run ends (`vprl report`)
 
 
 @dataclass

@@ -67,12 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     from train.evaluate import family_hits, logical_metrics, result_score, summarize
     from train.rollout import collect, status_rates
     from train.selfplay import SelfPlay, judge_reply
-    from train.tracking import Tracker
+    from train.console_log import ConsoleLog
+    from train.report import report_at_end
+    from train.tracking import Tracker, rollout_table
     from train.update import Example, configure_accelerator, reward_to_weight, run_update
 
     accelerator = make_accelerator()
     rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
     say = accelerator.print
+    console = ConsoleLog(enabled=main_proc)  # the console, also in runs/<name>/train.log
     random.seed(cfg.seed + rank)
     np.random.seed(cfg.seed + rank)
     torch.manual_seed(cfg.seed)  # same LoRA init on every rank
@@ -82,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         train_rows, eval_rows = load_data(cfg, progress=main_proc)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
+        console.close()
         return 2
     model, tokenizer = load_model(cfg.model, cfg.dtype)
     model = attach_lora(model, cfg.lora)
@@ -115,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         if not done and run_dir.exists():  # a run that died before its first checkpoint
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
+        console.open(run_dir / "train.log")
         ckpt.clean_partial(run_dir)
         save_config(cfg, run_dir / "config.yaml")
         if not done:
@@ -262,12 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             if main_proc:
                 state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
                 ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state, pool=selfplay.to_json())
-                table = [{"iteration": iteration, "question": batch[r.row]["question"], "program": r.program,
-                          "prompt_family": r.prompt_family, "answer": r.result.answer, "expected": batch[r.row].get("answer"),
-                          "status": r.result.status, "refined": r.refined,
-                          **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight}
-                         for r in rollouts[: cfg.tracking.table_rows]]
-                tables = {"pool/contents": selfplay.table_rows()}
+                table = rollout_table(rollouts[: cfg.tracking.table_rows], batch, iteration)
+                tables = {"pool/contents": selfplay.table_rows(), "eval/answers": rollout_table(evals, eval_batch, iteration)}
                 for name, fn in zip(reward_set.names, reward_set.fns):  # e.g. viunit's suites, with images
                     if callable(getattr(fn, "table_rows", None)):
                         tables[f"rewards/{name}/table"] = fn.table_rows()
@@ -281,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
                 break
     except BaseException:
+        console.close(error=True)
         # No partial output: a run that fails before its first checkpoint leaves nothing behind.
         if main_proc and not ckpt.completed_iterations(run_dir):
             tracker.finish()
@@ -297,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         tracker.summary({"best_iteration": best, "best_reward": stopper.best, "stopped_early": stopped})
         tracker.finish()
         say(f"done: {run_dir} (best adapter: iteration {best})")
+        if cfg.tracking.report:
+            report_at_end(run_dir)  # prints "report: runs/<name>/report.html"
+    console.close()
     accelerator.wait_for_everyone()
     executor.close()
     tools.close()

@@ -31,7 +31,7 @@ def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
             "programs for training questions, runs them in the sandbox, scores them with the\n"
             "configured rewards, fine-tunes a LoRA adapter on the reward-weighted NLL of the\n"
             "programs, evaluates on the held-out split, checkpoints, and stops early when the\n"
-            "training reward declines. Writes runs/<run_name>/."
+            "training reward declines. Writes runs/<run_name>/, with report.html (`vprl report`) at the end."
         ),
         epilog="example:\n  accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml iterations=2 optim.lr=1e-4",
     )

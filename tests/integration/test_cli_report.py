@@ -1,19 +1,93 @@
-"""The `vprl` CLI end to end on the embedded default: `vprl train --dry-run` (issue 16)."""
+"""The `vprl` CLI end to end on the embedded default (issue 16): `vprl train --dry-run`, a run whose
+W&B service dies mid-run, its train.log and tables, and `vprl report` opened in headless Chromium."""
 
+import io
+import json
+import os
+import shutil
 import subprocess
 import sys
 
+import pytest
+from PIL import Image
+
+from tests.helpers.browser import chromium_paths, open_page
 from tests.integration.conftest import ROOT, TINY, _env
+from train.report import SECTIONS
+
+
+def _vprl(*args, cwd, timeout=300):
+    return subprocess.run([sys.executable, "-m", "train.cli", *args], cwd=cwd, env={**_env(), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_dry_run_loads_data_and_model_and_writes_nothing(tmp_path):
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "train.cli", "train", "--config", str(ROOT / "configs/shapes_rwr_cpu.yaml"),
-                           "--dry-run", f"output_dir={runs}", *TINY], cwd=tmp_path, env={**_env(), "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=300)
+    proc = _vprl("train", "--config", str(ROOT / "configs/shapes_rwr_cpu.yaml"), "--dry-run", f"output_dir={runs}",
+                 *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "data: 24 train rows, 4 validation rows" in out
     assert "model: embedded:smollm2-135m-instruct (136.4M parameters" in out and "trainable in the LoRA adapter" in out
     assert f"dry run: nothing written; the run would write {runs}/shapes-rwr-cpu/" in out
     assert list(tmp_path.iterdir()) == [], "a dry run wrote files"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """Two iterations; W&B's service is killed during the second (tests/helpers/wandb_killer.py)."""
+    root = tmp_path_factory.mktemp("report")
+    proc = subprocess.run([sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml",
+                           f"output_dir={root / 'runs'}", *TINY, "run_name=r", "iterations=2", "tracking.report=true",
+                           "rewards=[format, correctness, tests.helpers.wandb_killer:reward]"],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=2400)
+    return root, proc
+
+
+def test_a_run_whose_wandb_dies_goes_on_and_logs_everything(finished_run):
+    root, proc = finished_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = root / "runs" / "r"
+    assert "warning: W&B stopped working" in proc.stderr and "Traceback" not in proc.stderr
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0, 1] and "eval/accuracy" in metrics[1]
+    # train.log: the console without progress-bar noise, with the warning
+    log = (run_dir / "train.log").read_text()
+    assert "=== iteration 2/2 ===" in log and "iteration 2: reward" in log and "warning: W&B stopped working" in log
+    assert "\r" not in log and "  0%|" not in log
+    assert f"report: {run_dir / 'report.html'}" in proc.stdout.splitlines()[-1]  # the run ends with its report
+    # the rollout table carries each failed program's error text
+    rows = [json.loads(line) for line in (run_dir / "tables/iter_000/rollout/completions.jsonl").read_text().splitlines()]
+    assert rows and all("error" in r and "reward/format" in r for r in rows)
+    assert all(r["error"] for r in rows if r["status"] != "ok")
+    assert all(r["image"]["image"].startswith("media/") for r in rows)
+
+
+def test_report_of_two_runs_opens_in_headless_chromium_without_errors(finished_run, tmp_path):
+    root, proc = finished_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    browser, driver = chromium_paths()
+    if not (browser and driver):
+        if os.environ.get("VPRL_REQUIRE_BROWSER"):
+            pytest.fail("chromium/chromedriver missing; `make system-deps` installs them")
+        pytest.skip("chromium and chromium-driver are not installed (make system-deps)")
+    second = root / "runs" / "r_copy"  # a second run folder, so the page compares two
+    if not second.exists():
+        shutil.copytree(root / "runs" / "r", second)
+    out = tmp_path / "report.html"
+    result = _vprl("report", str(root / "runs" / "r"), str(second), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"report: {out}" in result.stdout
+    pngs = sorted(p.name for p in (tmp_path / "report_plots").iterdir())
+    assert {"curves.png", "errors.png", "timings.png"} <= set(pngs)
+    html = out.read_text()
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in html, sid
+
+    page = open_page(out)
+    assert page.console_errors == [], page.console_errors  # CSP violations (anything not inlined) land here
+    assert page.broken_images == [] and page.image_count >= 5
+    assert page.section_ids == list(SECTIONS)
+    shot = Image.open(io.BytesIO(page.screenshot)).convert("RGB")
+    assert shot.size[0] >= 1000 and shot.size[1] >= 1000
+    assert len(set(shot.resize((200, 200)).getdata())) > 50, "the screenshot is blank"
