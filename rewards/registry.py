@@ -2,7 +2,8 @@
 
 A reward has TRL's signature, `fn(prompts, completions, **columns) -> list[float | None]`,
 so the same callable plugs into `trl.GRPOTrainer(reward_funcs=...)`. Configs name a
-reward by its registered name or by a dotted path `package.module:function`.
+reward by its registered name, by a dotted path `package.module:function`, or by a file
+path `my_rewards.py:function` (relative to the working directory; no PYTHONPATH needed).
 
 A reward that keeps state (suite builders, counters, the batches for its W&B table)
 is a `Reward` subclass, registered as the class: `get` returns a fresh instance, so
@@ -14,7 +15,10 @@ carry none of them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import sys
+from pathlib import Path
 from typing import Callable
 
 RewardFn = Callable[..., list]
@@ -63,14 +67,30 @@ def register(name: str, fn: RewardFn | type | str | None = None):
     return _add if fn is None else _add(fn)
 
 
+def _import_file(file: str):
+    """A module loaded from a .py file, once: its `rewards.register` decorators run once."""
+    path = Path(file).resolve()
+    if not path.is_file():
+        raise ImportError(f"no file {file}")
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path:
+            return module
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(path.stem, module)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _import_dotted(path: str) -> RewardFn:
     module, _, attr = path.partition(":")
     if not attr:
         module, _, attr = path.rpartition(".")
     try:
-        fn = getattr(importlib.import_module(module), attr)
+        fn = getattr(_import_file(module) if module.endswith(".py") else importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as e:
-        raise KeyError(f"cannot import reward {path!r} ({e}); use 'package.module:function'") from None
+        raise KeyError(f"cannot import reward {path!r} ({e}); use 'package.module:function' "
+                       "or 'path/to/file.py:function'") from None
     if not callable(fn):
         raise KeyError(f"reward {path!r} is not callable")
     return fn

@@ -122,3 +122,18 @@ def test_stateful_rewards_are_objects_with_their_own_state():
     assert a.metrics() == {"valid_share": 1.0} and b.metrics() == {}
     rs = RewardSet(["parse", "ensemble_iou"])
     assert all(isinstance(fn, rewards.Reward) for fn in rs.fns) and rs.fns[0] is not a
+
+
+def test_a_reward_file_path_needs_no_pythonpath(tmp_path, monkeypatch):
+    """`my_rewards.py:fn` in a config loads the file from the working directory, once."""
+    import rewards
+
+    (tmp_path / "file_rewards_x.py").write_text(
+        "import rewards\n\n@rewards.register('file_reward_x')\ndef fn(prompts, completions, **columns):\n"
+        "    return [1.0 for _ in completions]\n")
+    monkeypatch.chdir(tmp_path)
+    fn = rewards.get("file_rewards_x.py:fn")
+    assert fn([""], ["x"]) == [1.0]
+    assert rewards.get("file_rewards_x.py:fn") is fn is rewards.get("file_reward_x")  # loaded once
+    with pytest.raises(KeyError, match="no file missing.py"):
+        rewards.get("missing.py:fn")
