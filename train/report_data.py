@@ -91,7 +91,7 @@ class Run:
             rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             return [{"question_family": r.get("family"), "accuracy": r.get("accuracy")} for r in rows]
         if point.startswith("iter_"):
-            return [{"question_family": r.get("question_family"), "accuracy": r.get("reward")}
+            return [{"question_family": r.get("question_family"), "accuracy": r.get("accuracy")}
                     for r in self.table(int(point[5:]), "eval/answers")]
         return []
 

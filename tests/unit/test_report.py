@@ -31,7 +31,7 @@ def _run(root, name, rewards, stopped=False):
                      "error": None if k % 2 else f"Error: NameError: name 'foo{k}' is not defined",
                      "refined": False, "reward/correctness": float(k % 2), "reward": float(k % 2) * reward,
                      "weight": float(k % 2)} for k in range(6)]
-        answers = [{**r, "question_family": fam, "reward": float(i % 2)} for i, (r, fam) in
+        answers = [{**r, "question_family": fam, "reward": None, "accuracy": float(i % 2)} for i, (r, fam) in
                    enumerate(zip(rollouts, ["counting", "counting", "existence", "existence", "spatial", "spatial"]))]
         suite = [{"question": "Is there a circle?", "program_index": p, "test": t, "image": image,
                   "caption": f"a red circle {t}", "expected": "yes", "actual": "yes" if t else "no", "passed": bool(t),
