@@ -39,8 +39,9 @@ def finished_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     proc = subprocess.run([sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml",
                            f"output_dir={root / 'runs'}", *TINY, "run_name=r", "iterations=2", "tracking.report=true",
+                           "questions_per_iteration=2", "eval_questions=1", "eval_counterfactuals=1",
                            "rewards=[format, correctness, tests.helpers.wandb_killer:reward]"],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=2400)
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=3600)
     return root, proc
 
 
