@@ -18,7 +18,9 @@ def _num(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return "—" if not math.isfinite(value) else f"{value:.3f}" if abs(value) < 1000 else f"{value:.0f}"
+        if not math.isfinite(value):
+            return "—"
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
     return html.escape(str(value))
 
 
@@ -105,8 +107,8 @@ def rollout_cards(run: Run, iteration: int | None, samples: int) -> str:
         return ""
     scored = sorted(rows, key=lambda r: r.get("reward") if isinstance(r.get("reward"), (int, float)) else -math.inf,
                     reverse=True)
-    best = scored[:samples]
-    worst = [r for r in reversed(scored) if r not in best][:samples]
+    best = scored[:min(samples, (len(scored) + 1) // 2)]  # a short table is split, not all "best"
+    worst = scored[len(best):][::-1][:samples]
     out = [f'<p class="muted">Iteration {iteration}: {len(rows)} rollouts in the table '
            f"(tracking.table_rows); the {len(best)} best and {len(worst)} worst by reward.</p>"]
     for title, chosen in (("best", best), ("worst", worst)):
