@@ -139,7 +139,8 @@ def load_run(path: str | Path) -> Run:
     base = {}
     if (path / "eval" / "base.json").is_file():
         base = {k: v for k, v in json.loads((path / "eval" / "base.json").read_text()).items() if k.startswith("eval/")}
-    return Run(path=path, name=config.get("run_name") or path.name, config=config, metrics=metrics, best=best,
+    # Named by its folder, as the user passed it: copies and renamed runs stay apart.
+    return Run(path=path, name=path.resolve().name, config=config, metrics=metrics, best=best,
                warnings=warnings, base=base)
 
 

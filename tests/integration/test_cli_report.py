@@ -4,11 +4,13 @@ W&B service dies mid-run, its train.log and tables, and `vprl report` opened in 
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 from PIL import Image
 
 from tests.helpers.browser import chromium_paths, open_page
@@ -92,3 +94,28 @@ def test_report_of_two_runs_opens_in_headless_chromium_without_errors(finished_r
     shot = Image.open(io.BytesIO(page.screenshot)).convert("RGB")
     assert shot.size[0] >= 1000 and shot.size[1] >= 1000
     assert len(shot.resize((200, 200)).getcolors(maxcolors=40_000)) > 50, "the screenshot is blank"
+
+
+def test_readme_seeing_a_run_commands_run_as_written(finished_run, tmp_path):
+    """The README's "Seeing a run, checking a config" block, line by line, in a folder whose
+    runs/shapes-rwr-cpu and runs/my-run are copies of the real run."""
+    from tests.integration.test_readme import blocks
+
+    root, proc = finished_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("shapes-rwr-cpu", "my-run"):
+        shutil.copytree(root / "runs" / "r", tmp_path / "runs" / name)
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    (block,) = [b for b in blocks("bash", "Training") if "vprl report" in b]
+    env = {**_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    outputs = []
+    for line in block.splitlines():
+        result = subprocess.run(shlex.split(line, comments=True), cwd=tmp_path, env=env, capture_output=True,
+                                text=True, timeout=600)
+        assert result.returncode == 0, f"{line}\n{result.stderr[-2000:]}"
+        outputs.append(result.stdout)
+    assert (tmp_path / "runs/shapes-rwr-cpu/report.html").exists()
+    assert (tmp_path / "compare.html").exists() and (tmp_path / "compare_plots" / "curves.png").exists()
+    assert "optim.lr: float > 0" in outputs[2]
+    assert yaml.safe_load(outputs[3])["optim"]["lr"] == 1e-4
+    assert "dry run: nothing written; the run would write runs/lr-1e-4/" in outputs[4]
