@@ -11,6 +11,7 @@ TINY = [
     "questions_per_iteration=3", "programs_per_question=2", "eval_questions=2",
     "generation.max_new_tokens=40", "data.train_size=24", "data.validation_size=4",
     "optim.micro_batch_size=4",
+    "tracking.report=false",  # the end-of-run report has its own test (test_cli_report.py)
 ]
 
 
