@@ -5,8 +5,9 @@
 - Asserts after the fourth test case are cut (the prompt asks for at most four).
 - Asserts that cannot tell answers apart are dropped with their reason: always true
   by their form (`assert bool_to_yesno(...)` is a non-empty string, `isinstance(result,
-  str)` holds for every answer, which is text here), never reading the answer, naming
-  an undefined function, or refused by the sandbox's own policy.
+  str)` holds for every answer, which is text here), never true (`isinstance(result,
+  list)`), never reading the answer, repeating an earlier one, naming an undefined
+  function, or refused by the sandbox's own policy.
 """
 
 from __future__ import annotations
@@ -89,6 +90,30 @@ def _names_bound(node) -> set:
 
 def _reads_answer(node, answer_names: set) -> bool:
     return _calls_program(node) or bool(_names_read(node) & answer_names)
+
+
+def _is_answer_text(node, answer_names: set) -> bool:
+    """The answer itself, a character or a slice of it: text, whatever the program did."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return (isinstance(node, ast.Name) and node.id in answer_names) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == PROGRAM_CALL)
+
+
+def _type_names(node) -> list:
+    kinds = node.elts if isinstance(node, ast.Tuple) else [node]
+    return [k.id if isinstance(k, ast.Name) else None for k in kinds]
+
+
+def always_false(node, answer_names: set) -> str | None:
+    """Why an assert's expression fails for every answer, or None: a type check of the
+    answer text against types that are not str (answers are text here)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+            and len(node.args) == 2 and _is_answer_text(node.args[0], answer_names):
+        names = _type_names(node.args[1])
+        if None not in names and "str" not in names and "object" not in names:
+            return f"answers are text here, so an isinstance check against {', '.join(names)} always fails"
+    return None
 
 
 def always_true(node, answer_names: set) -> str | None:
@@ -207,6 +232,8 @@ def parse_test(text: str, question: str, generator: str) -> PropertySuite:
                 reason = f"undefined name {undefined[0]!r}"
             elif isinstance(stmt, ast.Assert) and always_true(stmt.test, answer_names):
                 reason = f"vacuous: {always_true(stmt.test, answer_names)}"
+            elif isinstance(stmt, ast.Assert) and always_false(stmt.test, answer_names):
+                reason = f"impossible: {always_false(stmt.test, answer_names)}"
             elif not _reads_answer(stmt, answer_names):
                 reason = "does not read the answer (the same outcome for every program)"
             if not reason and any(s.kind == "test" and _same_check(s.source, source) for s in suite.steps):

@@ -65,8 +65,11 @@ def save_suite(suite: PropertySuite, path: Path) -> None:
 
 
 def load_suite(path: Path) -> PropertySuite | None:
+    """The cached suite, checked again from the generated text: what is cached is the
+    (costly) writing, so a change to the static checks applies to old suites too."""
     try:
-        return PropertySuite.from_dict(json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        return parse_test(data["text"], data["question"], data["generator"])
     except (OSError, ValueError, TypeError, KeyError):
         return None  # missing or unreadable: written again
 

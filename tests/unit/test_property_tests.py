@@ -50,6 +50,13 @@ def test_vacuous_asserts_are_flagged_and_dropped():
     assert len(s) == 0 and all(d["reason"].startswith("vacuous") for d in s.dropped)
 
 
+def test_type_checks_no_text_can_pass_are_dropped():
+    s = parse_test(fn("assert isinstance(result, (list, tuple))", "assert isinstance(result[0], int)",
+                      "assert isinstance(result.split(), list)", "assert len(result) < 9"), "q", "llm")
+    assert [d["reason"].split(":")[0] for d in s.dropped] == ["impossible", "impossible"]
+    assert [t.source for t in s.tests] == ["assert isinstance(result.split(), list)", "assert len(result) < 9"]
+
+
 def test_more_than_four_asserts_are_cut_and_repeats_dropped():
     lines = [f"# Test case {i}:\n    assert len(result) > {i}" for i in range(1, 7)]
     s = parse_test(fn(*lines), "q", "llm")
