@@ -1,15 +1,44 @@
-"""PropTest end to end on the embedded default: training with the label-free `proptest`
-reward and the test-conditioned prompt, then `vprl eval --strategy proptest` with the
-real embedded LLM writing the property tests."""
+"""PropTest end to end on the embedded default: the README's commands as written, training
+with the label-free `proptest` reward and the test-conditioned prompt, then
+`vprl eval --strategy proptest` on the trained adapter with the real embedded LLM
+writing the property tests."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import shlex
 import subprocess
 import sys
 
 from tests.integration.conftest import ROOT, _env
+
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text().split("\n### Property tests (PropTest)\n", 1)[1]
+    text = re.split(r"\n##+ ", text, maxsplit=1)[0]
+    (block,) = [body for kind, body in FENCE.findall(text) if kind == "bash"]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_commands_run_as_written(tmp_path):
+    env = {**_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    outputs = []
+    for command in readme_commands():
+        proc = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=1200)
+        assert proc.returncode == 0, (command, proc.stderr[-3000:])
+        outputs.append(proc.stdout)
+    tested, plain = (json.loads(o) for o in outputs[1:])
+    assert tested["strategy"] == "proptest" and tested["prompt"] == "proptest" and tested["questions"] == 4
+    assert plain["prompt"] == "proptest_baseline" and "property_tests" not in plain
+    for result in (tested, plain):
+        assert set(result["errors"]) == {"assertion", "runtime", "compile"} and 0 <= result["accuracy"] <= 1
+    assert plain["errors"]["assertion"] == 0  # no tests, no assertion errors
 
 
 def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_path):
@@ -31,7 +60,7 @@ def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_p
     proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", "proptest",
                            "--tests", "basic", "--max-new-tokens", "40", "--counterfactuals", "0",
                            "--adapter", str(run_dir / "best" / "adapter"), "--cache", str(tmp_path / "cache"),
-                           "--out", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+                           "--out", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["strategy"] == "proptest" and result["prompt"] == "proptest" and result["questions"] == 2

@@ -303,3 +303,30 @@ def test_vprl_eval_strategies_answer_with_the_first_conditioned_program(ex):
                                                                                   "compile": 0}
     with pytest.raises(ValueError, match="policy sampler"):
         choose("proptest", rows, [[], []], ex)
+
+
+def test_with_the_policy_the_strategy_writes_each_program_with_its_tests(ex, tmp_path):
+    """The policy sampler is scripted (the eval's ProgramSampler interface); the real model
+    runs in tests/integration/test_proptest.py."""
+    from envs.prompts import get_family
+    from train.strategies import choose
+
+    class ScriptedPolicy:
+        prompt_family, tokenizer = get_family("proptest"), None
+
+        def __init__(self):
+            self.prompts = []
+
+        def sample(self, prompts, n, desc="programs"):
+            self.prompts += prompts
+            return [[program("return 'purple'")] for _ in prompts]
+
+    rows = [{"question": "Is the triangle orange or purple?", "image": RED_CIRCLE, "answer": "purple"}]
+    policy = ScriptedPolicy()
+    (c,) = choose("proptest", rows, [[]], ex, policy=policy, tests="template", cache=str(tmp_path))
+    assert "# Query: Is the triangle orange or purple?\n# Assertion tests:\n# Test case 1:\n" \
+           "# assert result in ['orange', 'purple']\n" in policy.prompts[0]
+    assert c.failure is None and not c.refused and c.result.answer == "purple" and c.score == 1.0
+    policy.prompt_family = get_family("viper_compact")
+    with pytest.raises(ValueError, match="test-conditioned"):
+        choose("proptest", rows, [[]], ex, policy=policy)

@@ -99,7 +99,7 @@ def conditioned_programs(inputs: Inputs, suites: list) -> list[str]:
         return [ps[0] for ps in inputs.programs]
     from envs.prompts.proptest import TestConditionedFamily
 
-    family = inputs.policy.family
+    family = inputs.policy.prompt_family
     if not isinstance(family, TestConditionedFamily):
         raise ValueError(f"the property-test strategies write programs conditioned on tests: the prompt family "
                          f"must be test-conditioned (proptest), not {family.name!r}")
