@@ -6,30 +6,38 @@ Per seed, one program per question is sampled with the plain prompt
 (`proptest`, the same 8 examples plus each query's tests). Columns (Table 2):
 
 - baseline, no fallback: the plain program's answer, errors count as wrong;
+- conditioned program alone: its answer, errors count as wrong, tests not run (what
+  conditioning on tests does to the code itself);
 - PropTest, no fallback: the conditioned program, a failed test leaves it unanswered;
 - tests not run: the conditioned program, fallback on compile/runtime errors only;
 - PropTest: the conditioned program, fallback on any failure (tests included).
 
-Context rows: the constant answer "yes", the end-to-end fallback alone (`simple_query`
-on the whole image) and the baseline with the fallback on errors. Table 1: the error
-breakdown (assertion / runtime / compile) before (baseline) and after (PropTest).
-Test quality (Tables 4 and 6): the ground-truth answer in place of the program, and the
-confusion of "tests pass" with "answer right" on the baseline programs' answers (the
-same answers for every test writer).
+Context rows: the best constant answer (picked with the labels), the end-to-end
+fallback alone (`simple_query` on the whole image) and the baseline with the fallback on
+errors. Logical accuracy re-runs each setup -- tests, withheld answers and fallback
+included -- on each question's counterfactual scenes (drawn once per question, the same
+for every seed and setup). Figures are means with a 95% t-interval over seeds.
+Table 1: the error breakdown (assertion / runtime / compile) before any fallback, for
+the baseline and the conditioned programs. Test quality (Tables 4 and 6): the
+ground-truth answer in place of the program (tests that err on it are left out of the
+denominators and counted apart), the paper's toxic rate (a wrong answer passes the
+suite that rejects the ground truth), and the confusion of "tests pass" with "answer
+right" on the baseline programs' answers (the same answers for every test writer).
 
     python bench/proptest_table2.py [--questions 64] [--seeds 0 1 2] \
         [--generators template basic advanced] [--conditioned template advanced] \
         [--cache DIR] [--out FILE.json]
 
 Tests are written greedily, so they do not depend on the seed: each generator writes
-them once (cached in --cache); programs are cached there too, per seed.
+them once (cached in --cache); programs are cached there too, per seed and
+number of questions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import random
 import sys
 import time
 from collections import Counter
@@ -37,7 +45,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.vlagent_table5 import interval  # noqa: E402
+from envs.data.counterfactual import logical_accuracy  # noqa: E402
 from envs.data.shapes import build_dataset  # noqa: E402
+from envs.data.spec import coerce  # noqa: E402
 from envs.execution import Executor  # noqa: E402
 from envs.prompts import get_family  # noqa: E402
 from policies.programs import fallback_program  # noqa: E402
@@ -46,8 +57,7 @@ from rewards.property_tests.quality import test_quality  # noqa: E402
 from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder  # noqa: E402
 from rewards.property_tests.types import failure_kind  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
-from train.evaluate import evaluate_choices  # noqa: E402
-from train.strategies import Choice  # noqa: E402
+from train.evaluate import mean, result_score  # noqa: E402
 from train.strategies.proptest import answer_with_tests  # noqa: E402
 
 from policies import DEFAULT_MODEL as MODEL  # noqa: E402
@@ -61,22 +71,70 @@ def cached_programs(path: Path, make):
     return programs
 
 
-def choices_of(answers) -> list[Choice]:
-    return [Choice(i, a.program, a.result, a.score, a.fallback) for i, a in enumerate(answers)]
+def ci(values, scale: float = 100.0, digits: int = 1) -> str:
+    """Mean ± half-width of the 95% t-interval over seeds."""
+    values = [v for v in values if v == v]
+    if not values:
+        return "n/a"
+    m, h = interval(values)
+    return f"{scale * m:.{digits}f} ± {scale * h:.{digits}f}" if h == h else f"{scale * m:.{digits}f}"
+
+
+def counterfactual_rows(rows: list[dict], m: int) -> list[list[dict]]:
+    """Each question's counterfactual scenes (the same question on an edited scene), drawn
+    once from the question's id: every seed and every setup is scored on the same ones."""
+    from envs.data.counterfactual import counterfactual_items
+
+    out = []
+    for r in rows:
+        spec, scene = coerce(r["spec"], r["scene"])
+        items = counterfactual_items(spec, scene, m, random.Random(f"vprl-bench-proptest-cf:{r['id']}")) if m else []
+        out.append([{"question": r["question"], "image": it["image"], "scene": it["scene"]} for it in items])
+    return out
+
+
+class Setups:
+    """Runs one setup (programs alone, or a property-test strategy on them) on the questions
+    and on their counterfactual scenes. Logical accuracy re-runs the whole setup on each
+    counterfactual scene -- the tests, the withheld answers and the fallback included --
+    because a PropTest answer is the procedure's, not the program's alone."""
+
+    def __init__(self, rows, executor, counterfactuals: int):
+        self.rows, self.executor = rows, executor
+        self.cf = counterfactual_rows(rows, counterfactuals)
+        self.cf_flat = [c for cs in self.cf for c in cs]
+        self.owner = [i for i, cs in enumerate(self.cf) for _ in cs]
+
+    def answers(self, rows, programs, strategy=None, suites=None, checker=None):
+        """(results, failure kinds, fallback taken) per row."""
+        if strategy is None:
+            results = self.executor.run(programs, [r["image"] for r in rows])
+            return results, [failure_kind(r) for r in results], [False] * len(rows)
+        answers = answer_with_tests(strategy, rows, programs, self.executor, suites, checker)
+        return [a.result for a in answers], [a.failure for a in answers], [a.fallback for a in answers]
+
+    def measure(self, programs, strategy=None, suites=None, checker=None):
+        results, failures, fallbacks = self.answers(self.rows, programs, strategy, suites, checker)
+        n = len(self.rows)
+        out = {"accuracy": mean([result_score(r, row, "gqa_accuracy") for r, row in zip(results, self.rows)]),
+               "fallback_rate": sum(fallbacks) / n, "errors": breakdown(failures)}
+        if self.cf_flat:
+            cf_suites = [suites[i] for i in self.owner] if suites is not None else None
+            cf_results, _, _ = self.answers(self.cf_flat, [programs[i] for i in self.owner], strategy, cf_suites,
+                                            checker)
+            per_question = [[] for _ in self.rows]
+            for i, r in zip(self.owner, cf_results):
+                per_question[i].append(r.answer if r.status == "ok" else None)
+            scores = [logical_accuracy(a, coerce(row["spec"], row["scene"])[0], [c["scene"] for c in cs])
+                      for a, row, cs in zip(per_question, self.rows, self.cf) if cs]
+            out["logical_accuracy"] = mean(scores)
+        return out, results
 
 
 def breakdown(failures) -> dict:
     c = Counter(failures)
     return {"assertion": c["assertion"], "runtime": c["runtime"], "compile": c["compile"],
             "errors": c["assertion"] + c["runtime"] + c["compile"]}
-
-
-def ms(values) -> str:
-    values = [v for v in values if v == v]
-    if not values:
-        return "n/a"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{100 * statistics.mean(values):.1f} ± {100 * sd:.1f}"
 
 
 def main() -> None:
@@ -92,17 +150,18 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write all numbers here as JSON")
     args = ap.parse_args()
 
+    unknown = sorted(set(args.conditioned) - set(args.generators))
+    if unknown:
+        ap.error(f"--conditioned {' '.join(unknown)} must also be in --generators")
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     data = build_dataset(train=0, validation=args.questions, test=0, seed=0, progress=False)["validation"]
     rows = [data[i] for i in range(len(data))]
     questions = [r["question"] for r in rows]
     executor = Executor()
+    setups = Setups(rows, executor, args.counterfactuals)
 
     suites, test_ex = {}, {}
-    unknown = sorted(set(args.conditioned) - set(args.generators))
-    if unknown:
-        ap.error(f"--conditioned {' '.join(unknown)} must also be in --generators")
     for g in args.generators:
         t0 = time.time()
         cfg = PropertyConfig(generator=g)
@@ -111,33 +170,29 @@ def main() -> None:
         test_ex[g] = tests_executor(executor, cfg.uses_llm, cfg.llm_model)
         print(f"{g} tests: {builder.stats} in {time.time() - t0:.0f}s", flush=True)
 
+    # The best constant answer, picked with the labels: the floor any method must beat.
+    constant, _ = max(Counter(str(r["answer"]) for r in rows).items(), key=lambda kv: (kv[1], kv[0]))
     table: dict[str, list[dict]] = {}
-    errors: dict[str, list[dict]] = {}
     quality: dict[str, list[dict]] = {}
+    n = len(rows)
 
-    def record(name, choices, failures=None):
-        m = evaluate_choices(choices, rows, executor, "gqa_accuracy", args.counterfactuals, seed)
-        m["fallback_rate"] = sum(c.refused for c in choices) / len(choices)
+    def record(name, programs, strategy=None, g=None):
+        m, results = setups.measure(programs, strategy, suites.get(g), test_ex.get(g))
         table.setdefault(name, []).append(m)
-        if failures is not None:
-            errors.setdefault(name, []).append(breakdown(failures))
         print(f"seed {seed}  {name:40s} acc {m['accuracy']:.3f}  logical {m.get('logical_accuracy', float('nan')):.3f}"
-              f"  fallback {m['fallback_rate']:.3f}", flush=True)
+              f"  fallback {m['fallback_rate']:.3f}  errors {m['errors']}", flush=True)
+        return results
 
     for seed in args.seeds:
         t0 = time.time()
         policy = ProgramSampler(MODEL, None, "proptest_baseline", 128, seed)
-        plain = cached_programs(cache / f"programs_seed{seed}_baseline.json",
+        plain = cached_programs(cache / f"programs_seed{seed}_baseline_{n}q.json",
                                 lambda: [ps[0] for ps in policy.programs(questions, 1)])
-        const = ['def execute_command(image):\n    return "yes"\n'] * len(rows)
-        fallback = [fallback_program(q) for q in questions]
-        for name, progs in (('constant "yes"', const), ("fallback alone (simple_query)", fallback)):
-            results = executor.run(progs, [r["image"] for r in rows])
-            record(name, [Choice(i, p, r) for i, (p, r) in enumerate(zip(progs, results))])
-        base = executor.run(plain, [r["image"] for r in rows])
-        record("baseline, no fallback", [Choice(i, p, r) for i, (p, r) in enumerate(zip(plain, base))],
-               [failure_kind(r, None) for r in base])
-        record("baseline + fallback on errors", choices_of(answer_with_tests("tests_not_run", rows, plain, executor)))
+        record(f'constant "{constant}" (best constant, picked with labels)',
+               [f"def execute_command(image):\n    return {constant!r}\n"] * n)
+        record("fallback alone (simple_query)", [fallback_program(q) for q in questions])
+        base = record("baseline, no fallback", plain)
+        record("baseline + fallback on errors", plain, "tests_not_run")
         family = get_family("proptest")
         for g in args.generators:
             # One set of answers for every writer: the baseline programs' (Figure 6's confusion).
@@ -145,48 +200,51 @@ def main() -> None:
             print(f"seed {seed}: {g} test quality {quality[g][-1]}", flush=True)
         for g in args.conditioned:
             prompts = [family.render(policy.tokenizer, q, tests=s.shown()) for q, s in zip(questions, suites[g])]
-            conditioned = cached_programs(cache / f"programs_seed{seed}_{g}.json",
+            conditioned = cached_programs(cache / f"programs_seed{seed}_{g}_{n}q.json",
                                           lambda: [ps[0] for ps in policy.sample(prompts, 1, f"programs ({g})")])
+            # Code quality alone: what conditioning on tests does to the programs themselves.
+            record(f"conditioned program alone ({g} tests)", conditioned)
             for strategy in ("proptest_no_fallback", "tests_not_run", "proptest"):
-                answers = answer_with_tests(strategy, rows, conditioned, executor, suites[g], test_ex[g])
-                record(f"{strategy} ({g} tests)", choices_of(answers),
-                       [a.failure for a in answers] if strategy == "proptest" else None)
+                record(f"{strategy} ({g} tests)", conditioned, strategy, g)
         print(f"seed {seed}: {time.time() - t0:.0f}s", flush=True)
 
-    print(f"\n## Table 2 miniature ({len(rows)} questions, seeds {args.seeds}; mean ± std over seeds)\n")
+    print(f"\n## Table 2 miniature ({n} questions, seeds {args.seeds}; mean ± 95% t-interval over seeds, in %)\n")
     print("| setup | accuracy | logical accuracy | fallback taken |\n|---|---|---|---|")
     for name, runs in table.items():
-        print(f"| {name} | {ms([r['accuracy'] for r in runs])} | "
-              f"{ms([r.get('logical_accuracy', float('nan')) for r in runs])} | {ms([r['fallback_rate'] for r in runs])} |")
-    base_acc = [r["accuracy"] for r in table["baseline, no fallback"]]
-    print("\nPaired differences against the baseline without fallback (same seed):")
-    for name, runs in table.items():
-        if name.startswith(("proptest", "tests_not_run")):
-            print(f"  {name}: {ms([r['accuracy'] - b for r, b in zip(runs, base_acc)])} points")
+        print(f"| {name} | {ci([r['accuracy'] for r in runs])} | "
+              f"{ci([r.get('logical_accuracy', float('nan')) for r in runs])} | {ci([r['fallback_rate'] for r in runs])} |")
+    print("\nPaired differences against the baseline without fallback (same seed, points):")
+    for key in ("accuracy", "logical_accuracy"):
+        base_runs = table["baseline, no fallback"]
+        for name, runs in table.items():
+            if name.startswith(("conditioned", "proptest", "tests_not_run")):
+                diffs = [r.get(key, float("nan")) - b.get(key, float("nan")) for r, b in zip(runs, base_runs)]
+                print(f"  {key:17s} {name}: {ci(diffs)}")
 
-    print("\n## Table 1 miniature: errors per seed (mean ± std)\n")
+    print("\n## Table 1 miniature: errors per seed, before any fallback answers (mean ± 95% t-interval)\n")
     print("| method | errors | assertion | runtime | compile |\n|---|---|---|---|---|")
-    for name, runs in errors.items():
-        cells = []
-        for k in ("errors", "assertion", "runtime", "compile"):
-            vals = [r[k] for r in runs]
-            cells.append(f"{statistics.mean(vals):.1f} ± {statistics.stdev(vals) if len(vals) > 1 else 0:.1f}")
-        if name.startswith("baseline"):
-            cells[1] = "-"
-        print(f"| {name} | " + " | ".join(cells) + " |")
+    for name, runs in table.items():
+        if name.startswith(("baseline, no", "tests_not_run", "proptest (")):
+            cells = [ci([r["errors"][k] for r in runs], scale=1.0) for k in ("errors", "assertion", "runtime", "compile")]
+            print(f"| {name} | " + " | ".join(cells) + " |")
 
-    print("\n## Test quality (ground truth in place of the program; the baseline programs' answers for the confusion)\n")
-    print("| generator | questions with tests | tests/question | test_invalid | dropped | suite pass (Acc.) "
-          "| test toxic rate | test errors | wrong given fail | wrong answers caught |\n|---|---|---|---|---|---|---|---|---|---|")
+    print("\n## Test quality, in % (the ground-truth answer in place of the program; the confusion on the "
+          "baseline programs' answers, mean ± 95% t-interval over seeds)\n")
+    print("| generator | questions with tests | tests/question | test_invalid | dropped | GT passes suite (Acc.) "
+          "| tests rejecting GT | test errors on GT (left out) | toxic (paper: wrong answer passes, GT fails) "
+          "| wrong given fail | wrong answers caught |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for g, runs in quality.items():
         q0 = runs[0]
         print(f"| {g} | {q0['questions_with_tests']}/{q0['questions']} | {q0['tests_per_question']:.2f} | "
-              f"{q0['test_invalid']} | {q0['tests_dropped']} | {100 * q0['suite_pass_rate']:.1f}% | "
-              f"{100 * q0['test_toxic_rate']:.1f}% | {100 * q0['test_error_rate']:.1f}% | "
-              f"{ms([r['wrong_given_fail'] for r in runs])} | {ms([r['wrong_caught'] for r in runs])} |")
-        print(f"|  (dropped by reason: {q0['dropped_by_reason']}) |||||||||| ")
+              f"{q0['test_invalid']} | {q0['tests_dropped']} | {100 * q0['suite_pass_rate']:.1f} | "
+              f"{100 * q0['test_toxic_rate']:.1f} | {100 * q0['test_error_rate']:.1f} | "
+              f"{ci([r['toxic_strict'] for r in runs])} | "
+              f"{ci([r['wrong_given_fail'] for r in runs])} | {ci([r['wrong_caught'] for r in runs])} |")
+    for g, runs in quality.items():
+        print(f"- {g}: dropped by reason {runs[0]['dropped_by_reason']}; confusion per seed "
+              f"{[r.get('confusion') for r in runs]}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"table2": table, "table1": errors, "quality": quality}, indent=2))
+        Path(args.out).write_text(json.dumps({"table2": table, "quality": quality, "constant": constant}, indent=2))
 
 
 if __name__ == "__main__":
