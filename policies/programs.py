@@ -16,16 +16,106 @@ HEADER = "def execute_command(image):\n"
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", re.S)
 
 
-def end_of_program(text: str) -> int | None:
-    """Index where the program body ends: the first line that starts at column 0.
+class ProgramEnd:
+    """Where a program body ends, found incrementally as text arrives.
 
-    Once the header `def execute_command(image):` is given, any later unindented line —
-    a second top-level `def`, the next `# Query:`, a code fence, a stray call — lies
-    outside the function, so generation can stop there.
+    The body ends at the first line that starts at column 0 *outside* any open bracket,
+    string (triple-quoted ones included), or backslash continuation: once the header
+    `def execute_command(image):` is given, such a line (a second `def`, the next
+    `# Query:`, a fence, a stray call) lies outside the function. A column-0 line inside
+    a multi-line call, list or string is part of the program and does not end it.
+
+    `feed(piece)` returns None while the program goes on, else how many characters of
+    `piece` belong to the program (those before the newline that precedes the top-level
+    line). Raw-string backslashes are treated like ordinary escapes (a rare misreading).
     """
-    for match in re.finditer(r"\n(?=\S)", text):
-        return match.start()
-    return None
+
+    def __init__(self):
+        self.depth = 0              # open ( [ {
+        self.quote = ""             # the open string's delimiter: ' " \'\'\' or \"\"\"
+        self.opening = ("", 0)      # quote char and count seen where a string may start
+        self.closing = 0            # consecutive delimiter chars inside a triple-quoted string
+        self.escape = False         # the previous char was a backslash
+        self.comment = False
+        self.line_start = False     # after a top-level newline: the next non-blank char decides
+        self.newline_at = 0         # position (in this piece) of that newline, + 1
+        self.done = False
+
+    def feed(self, piece: str) -> int | None:
+        if self.done:
+            return 0
+        boundary = 0 if self.line_start else None  # the newline may lie in an earlier piece
+        for i, ch in enumerate(piece):
+            if self.opening[1]:
+                q, count = self.opening
+                if ch == q and count < 3:
+                    self.opening = (q, count + 1)
+                    if count + 1 == 3:
+                        self.quote, self.opening = q * 3, ("", 0)
+                    continue
+                self.opening = ("", 0)
+                if count == 1:
+                    self.quote = q  # a one-quote string: this char is inside it
+                # count == 2: an empty string closed; this char is code again
+            if self.quote:
+                if ch != "\n" or len(self.quote) == 3 or self.escape:
+                    self._in_string(ch)
+                    continue
+                self.quote, self.escape = "", False  # a newline ends an unterminated one-line string
+            if self.line_start:
+                if ch == "\n":
+                    boundary = i
+                    continue
+                if ch in " \t\r\f":
+                    self.line_start = False  # an indented line: still the body
+                else:
+                    self.done = True
+                    return boundary
+            self._in_code(ch, i)
+            if self.line_start:
+                boundary = i
+        return None
+
+    def _in_string(self, ch: str) -> None:
+        if self.escape:
+            self.escape = False
+        elif ch == "\\":
+            self.escape = True
+        elif len(self.quote) == 1:
+            if ch == self.quote:
+                self.quote = ""
+        elif ch == self.quote[0]:
+            self.closing += 1
+            if self.closing == 3:
+                self.quote, self.closing = "", 0
+            return
+        self.closing = 0
+
+    def _in_code(self, ch: str, i: int) -> None:
+        if self.comment:
+            if ch != "\n":
+                return
+            self.comment = False
+        if ch == "\n":
+            if self.escape:  # a backslash continuation
+                self.escape = False
+            elif self.depth == 0:
+                self.line_start = True
+            return
+        self.escape = ch == "\\"
+        if ch == "#":
+            self.comment = True
+        elif ch in "'\"":
+            self.opening = (ch, 1)
+        elif ch in "([{":
+            self.depth += 1
+        elif ch in ")]}":
+            self.depth = max(self.depth - 1, 0)
+
+
+def end_of_program(text: str) -> int | None:
+    """Index of the newline after which the program body ends (see `ProgramEnd`), or None."""
+    return ProgramEnd().feed(text)
 
 
 def extract_program(text: str, header: str = HEADER) -> str:
