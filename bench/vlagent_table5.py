@@ -92,8 +92,8 @@ def main(argv=None) -> int:
             table.setdefault("constant 'yes'", {}).setdefault("accuracy", []).append(const)
             for name in args.families:
                 family = get_family(name)
-                gen = HFGenerator(net, tok, GenerationConfig(temperature=0.0, max_new_tokens=160,
-                                                             batch_size=64, stop=family.stop), seed=seed)
+                gen = HFGenerator(net, tok, GenerationConfig(temperature=0.0, max_new_tokens=160, batch_size=64),
+                                  seed=seed, stop=family.stop)
                 prompts = [family.render(tok, r["question"]) for r in rows]
                 t0 = time.perf_counter()
                 programs = [[program_from(prompts[s.prompt_index], s.text)] for s in gen.generate(prompts)]

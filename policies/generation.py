@@ -1,10 +1,19 @@
-"""Batched sampling on the Hugging Face path, with shared-prefix KV reuse.
+"""Program sampling behind one protocol, with a Hugging Face and a vLLM backend.
 
-`transformers.generate` recomputes the API text and in-context examples for every row
-and keeps finished rows in the batch. On a CPU, per-step overhead rather than FLOPs
-bounds decoding, so this loop (1) prefills the prompt prefix shared by the whole batch
-once and copies its KV cache to every row, (2) drops rows from the batch as soon as
-their program ends, and (3) stops at the end of the function instead of at EOS.
+Every generator the trainer, the evaluator and the self-play loop use offers
+
+    generate(prompts, n=1, *, temperature=None, max_new_tokens=None, progress=False, desc=...)
+        -> list[Sample], len(prompts) * n, grouped by prompt; None takes the config's value
+    load_adapter(path | None)   sample from the adapter saved at `path` from now on
+    reseed(seed)                restart the sampler's random stream
+    drain()                     under ZeRO-3: idle until every rank has finished generating
+
+and `make_generator` builds the one the config names. The HF backend here is for CPUs
+and small GPUs: `transformers.generate` recomputes the API text and in-context examples
+for every row and keeps finished rows in the batch, while per-step overhead rather than
+FLOPs bounds decoding on a CPU. So this loop (1) prefills the prompt prefix shared by the
+whole batch once and copies its KV cache to every row, (2) drops rows from the batch as
+soon as their program ends, and (3) stops at the end of the function instead of at EOS.
 """
 
 from __future__ import annotations
@@ -12,24 +21,14 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 import torch
 from tqdm.auto import tqdm
 
+from policies.programs import ProgramEnd
 from policies.kv import cache_of, forward, reserve, shared_prefix_length
-
-
-@dataclass
-class GenerationConfig:
-    temperature: float = 1.0
-    top_p: float = 0.9
-    max_new_tokens: int = 320
-    batch_size: int = 32
-    prefix_cache: bool = True
-    backend: str = "hf"
-    # A regex over (last character + new token text): a match ends the row and drops the
-    # token. The default ends a program at its first line outside `execute_command`.
-    stop: str = r"\n\S"
+from train.config import GenerationConfig
 
 
 @dataclass
@@ -38,8 +37,38 @@ class Sample:
     prompt_ids: list[int]
     completion_ids: list[int]
     text: str
-    finished: bool = True
+    finished: bool = True  # ended on its own (program end or EOS), not cut by max_new_tokens
     extra: dict = field(default_factory=dict)
+
+
+class Generator(Protocol):
+    def generate(self, prompts: list[str], n: int = 1, *, temperature: float | None = None,
+                 max_new_tokens: int | None = None, progress: bool = False, desc: str = "generate") -> list[Sample]:
+        ...
+
+    def load_adapter(self, path) -> None:
+        ...
+
+    def reseed(self, seed: int) -> None:
+        ...
+
+    def drain(self) -> None:
+        ...
+
+
+class RegexStop:
+    """A stop rule for free text: a match over (last character + new piece) ends the
+    output before that piece (e.g. a blank line, or the next `Query:`)."""
+
+    def __init__(self, pattern: str):
+        self._re = re.compile(pattern)
+        self._last = ""
+
+    def feed(self, piece: str) -> int | None:
+        if self._re.search(self._last + piece):
+            return 0
+        self._last = piece[-1:] or self._last
+        return None
 
 
 def sample_top_p(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
@@ -57,37 +86,100 @@ def sample_top_p(logits: torch.Tensor, temperature: float, top_p: float, generat
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-class HFGenerator:
-    """Samples completions from a causal LM; `weights_changed()` after each update."""
+def token_pieces(tokenizer) -> list[str]:
+    """The text of each token id on its own, for incremental stop detection (the final
+    text is decoded properly from the ids)."""
+    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return [tokenizer.convert_tokens_to_string([p]) if p is not None else "" for p in pieces]
 
-    def __init__(self, model, tokenizer, config: GenerationConfig | None = None, seed: int = 0):
+
+def keeps_token(piece: str, kept: int) -> bool:
+    """A token in which the program ended stays if it carries program text before the
+    cut (e.g. `)` of ")\nprint"), else it is dropped with what follows."""
+    return bool(piece[:kept].strip())
+
+
+def stop_rule(stop) -> Callable[[], object]:
+    """A prompt family's `stop` as a factory of per-row rules: None is the end of the
+    Python program (`ProgramEnd`), a string a regex over the text (e.g. scripts end at
+    a blank line), anything else is already a factory."""
+    if stop is None:
+        return ProgramEnd
+    if isinstance(stop, str):
+        return lambda: RegexStop(stop)
+    return stop
+
+
+def trim_to_program(tokens: list[int], pieces: list[str], tail: str = "", stop=None) -> tuple[list[int], bool]:
+    """The tokens of a finished completion up to the end of its program, by the same
+    rule the HF loop applies while sampling; `tail` is text the backend removed after
+    them (a matched stop string). Returns (tokens, whether the program ended)."""
+    stop = stop_rule(stop)()
+    for i, tok in enumerate(tokens):
+        kept = stop.feed(pieces[tok])
+        if kept is not None:
+            return tokens[: i + keeps_token(pieces[tok], kept)], True
+    return list(tokens), bool(tail) and stop.feed(tail) is not None
+
+
+def any_rank(device) -> Callable[[bool], bool]:
+    """`sync(flag) -> True if any rank passed True`: one all-reduce (MAX) per call."""
+    import torch.distributed as dist
+
+    def sync(flag: bool) -> bool:
+        t = torch.tensor([int(flag)], device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    return sync
+
+
+class HFGenerator:
+    """Samples completions from a causal LM held in memory.
+
+    In the trainer this is the training model itself, updated in place, so
+    `load_adapter(path)` has nothing to load: the adapter saved at `path` already is its
+    weights; the call drops the prefix KV computed with the old ones.
+
+    `stop` is the prompt family's stop rule (`stop_rule`; None: the end of the program).
+    `sync` keeps forwards in step across ranks (ZeRO-3 gathers each layer's weights in
+    every forward, so ranks must run the same number): each forward is preceded by
+    `sync(True)`, and `drain()` runs one-token forwards while `sync(False)` says another
+    rank still has work, as `synced_gpus` does for `model.generate`. The trainer drains
+    at the end of each phase (rollout, evaluation), so ranks may make different numbers
+    of `generate` calls in between (refinement rounds, judge prompts).
+    """
+
+    def __init__(self, model, tokenizer, config: GenerationConfig | None = None, seed: int = 0,
+                 stop=None, sync: Callable[[bool], bool] | None = None):
         self.model = model
         self.tokenizer = tokenizer
         self.config = config or GenerationConfig()
-        self._stop = re.compile(self.config.stop)
-        self.generator = torch.Generator().manual_seed(seed)
+        self.device = next(model.parameters()).device
+        self._rng = torch.Generator(device=self.device).manual_seed(seed)
+        self._new_stop = stop_rule(stop)
+        self._sync = sync
+        self.forwards = 0  # model calls made, for tests of the lock-step
         self._prefix_cache: dict[tuple, object] = {}
         self.stop_ids = {i for i in (tokenizer.eos_token_id, tokenizer.pad_token_id) if i is not None}
-        # Token text pieces for cheap incremental stop detection; the final text is decoded
-        # properly from the ids.
-        self._pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        self._pieces = [tokenizer.convert_tokens_to_string([p]) if p is not None else "" for p in self._pieces]
+        self._pieces = token_pieces(tokenizer)
 
-    @property
-    def temperature(self) -> float:
-        return self.config.temperature
-
-    @temperature.setter
-    def temperature(self, value: float) -> None:
-        self.config.temperature = value
-
-    def weights_changed(self, adapter_dir=None) -> None:
-        """Drop cached prefix KV: it was computed with the previous weights."""
+    def load_adapter(self, path=None) -> None:
         self._prefix_cache.clear()
 
+    def reseed(self, seed: int) -> None:
+        self._rng.manual_seed(seed)
+
     @torch.no_grad()
-    def generate(self, prompts: list[str], n: int = 1, progress: bool = False, desc: str = "generate") -> list[Sample]:
-        """Return len(prompts) * n samples, grouped by prompt (all n of prompt 0 first)."""
+    def drain(self) -> None:
+        while self._sync is not None and self._sync(False):
+            self._forward(input_ids=torch.full((1, 1), self.tokenizer.pad_token_id, device=self.device), idle=True)
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], n: int = 1, *, temperature: float | None = None,
+                 max_new_tokens: int | None = None, progress: bool = False, desc: str = "generate") -> list[Sample]:
+        temperature = self.config.temperature if temperature is None else temperature
+        max_new_tokens = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
         encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         rows = [(i, ids) for i, ids in enumerate(encoded) for _ in range(n)]
         out: list[Sample] = []
@@ -98,27 +190,32 @@ class HFGenerator:
         try:
             for start in range(0, len(rows), bs):
                 chunk = rows[start : start + bs]
-                out.extend(self._generate_chunk(chunk))
+                out.extend(self._generate_chunk(chunk, temperature, max_new_tokens))
                 bar.update(len(chunk))
         finally:
             self.model.train(was_training)
             bar.close()
         return out
 
+    def _forward(self, cache=None, idle: bool = False, **kwargs):
+        if self._sync is not None and not idle:
+            self._sync(True)
+        self.forwards += 1
+        return forward(self.model, cache, **kwargs)
+
     def _prefix_kv(self, prefix: tuple):
         cache = self._prefix_cache.get(prefix)
         if cache is None:
-            ids = torch.tensor([prefix])
-            cache = cache_of(forward(self.model, input_ids=ids, use_cache=True, logits_to_keep=1))
+            ids = torch.tensor([prefix], device=self.device)
+            cache = cache_of(self._forward(input_ids=ids, use_cache=True, logits_to_keep=1))
             self._prefix_cache = {prefix: cache}  # one entry: prompts share one prefix
         return copy.deepcopy(cache)
 
-    def _generate_chunk(self, chunk: list[tuple[int, list[int]]]) -> list[Sample]:
-        cfg, model = self.config, self.model
+    def _generate_chunk(self, chunk: list[tuple[int, list[int]]], temperature: float,
+                        max_new_tokens: int) -> list[Sample]:
+        cfg, dev = self.config, self.device
         token_rows = [ids for _, ids in chunk]
-        p = shared_prefix_length(token_rows) if cfg.prefix_cache and len(token_rows) > 1 else 0
-        if cfg.prefix_cache and len(token_rows) == 1:
-            p = len(token_rows[0]) - 1
+        p = shared_prefix_length(token_rows) if cfg.prefix_cache else 0
         suffixes = [ids[p:] for ids in token_rows]
         b, s = len(chunk), max(len(x) for x in suffixes)
         pad = self.tokenizer.pad_token_id
@@ -130,55 +227,53 @@ class HFGenerator:
         for r, ids in enumerate(suffixes):
             suffix_ids[r, s - len(ids) :] = torch.tensor(ids)
             mask[r, p + s - len(ids) :] = 1
+        suffix_ids, mask = suffix_ids.to(dev), mask.to(dev)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         past = None
         if p:
             past = self._prefix_kv(tuple(token_rows[0][:p]))
             past.batch_repeat_interleave(b)
-        logits = forward(
-            model, past, input_ids=suffix_ids, attention_mask=mask, position_ids=positions[:, p:],
-            use_cache=True, logits_to_keep=1,
-        )
+        logits = self._forward(past, input_ids=suffix_ids, attention_mask=mask, position_ids=positions[:, p:],
+                               use_cache=True, logits_to_keep=1)
         past = cache_of(logits)
-        reserve(past, cfg.max_new_tokens)
+        reserve(past, max_new_tokens)
         next_logits = logits.logits[:, -1]
         last_pos = positions[:, -1]
 
         alive = list(range(b))  # batch row -> chunk row
         generated: list[list[int]] = [[] for _ in range(b)]
-        texts = [""] * b
+        stops = [self._new_stop() for _ in range(b)]
         finished = [False] * b
-        for _step in range(cfg.max_new_tokens):
-            tokens = sample_top_p(next_logits, cfg.temperature, cfg.top_p, self.generator)
+        for _step in range(max_new_tokens):
+            tokens = sample_top_p(next_logits, temperature, cfg.top_p, self._rng).tolist()
             keep = []
             for j, row in enumerate(alive):
-                tok = int(tokens[j])
+                tok = tokens[j]
                 if tok in self.stop_ids:
                     finished[row] = True
                     continue
                 piece = self._pieces[tok]
-                tail = texts[row][-1:] + piece
-                if self._stop.search(tail):  # the token leaves the function: drop it and stop
+                kept = stops[row].feed(piece)
+                if kept is not None:  # the program ended in or before this token
                     finished[row] = True
+                    if keeps_token(piece, kept):
+                        generated[row].append(tok)
                     continue
                 generated[row].append(tok)
-                texts[row] += piece
                 keep.append(j)
             if not keep:
                 break
+            index = torch.tensor(keep, device=dev)
             if len(keep) < len(alive):
-                index = torch.tensor(keep)
                 past.batch_select_indices(index)
                 mask = mask[index]
                 last_pos = last_pos[index]
-                tokens = tokens[index]
                 alive = [alive[j] for j in keep]
-            mask = torch.cat([mask, torch.ones((len(alive), 1), dtype=torch.long)], dim=1)
+            mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
             last_pos = last_pos + 1
-            out = forward(
-                model, past, input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None],
-                use_cache=True,
-            )
+            step_ids = torch.tensor([[tokens[j]] for j in keep], device=dev)
+            out = self._forward(past, input_ids=step_ids, attention_mask=mask, position_ids=last_pos[:, None],
+                                use_cache=True)
             past = cache_of(out)
             next_logits = out.logits[:, -1]
 
@@ -187,3 +282,15 @@ class HFGenerator:
             text = self.tokenizer.decode(generated[row], skip_special_tokens=True)
             samples.append(Sample(prompt_index, ids, generated[row], text, finished[row]))
         return samples
+
+
+def make_generator(cfg: GenerationConfig, policy, tokenizer, *, model: str, seed: int, stop=None,
+                   max_lora_rank: int = 16, world: int = 1, sync: Callable[[bool], bool] | None = None) -> Generator:
+    """The generator `generation.backend` names: `hf` samples from `policy` in memory;
+    `vllm` runs an engine on the model at `model` and serves each saved adapter. `stop`
+    is the prompt family's (`stop_rule`)."""
+    if cfg.backend == "vllm":
+        from policies.vllm_backend import VLLMGenerator
+
+        return VLLMGenerator(model, cfg, seed=seed, stop=stop, max_lora_rank=max_lora_rank, distributed=world > 1)
+    return HFGenerator(policy, tokenizer, cfg, seed=seed, stop=stop, sync=sync)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -20,9 +21,24 @@ def attach_lora(model, cfg):
     return get_peft_model(model, peft_cfg)
 
 
-def lora_state(model) -> dict[str, torch.Tensor]:
-    """A detached copy of the trainable adapter tensors (for comparisons and resets)."""
-    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+def adapter_weights(model) -> dict[str, torch.Tensor]:
+    """The adapter's trainable tensors, whole and on the CPU, under their module names.
+
+    Under ZeRO-3 each rank holds a slice of every parameter (shape (0,) on the others),
+    so the weights are gathered first: every rank must call this, and every rank gets
+    the full tensors. `model.save_pretrained(dir, state_dict=...)` then writes them.
+    """
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    with _gathered([p for _, p in named]):
+        return {n: p.detach().to("cpu", copy=True) for n, p in named}
+
+
+def _gathered(params):
+    if any(hasattr(p, "ds_id") for p in params):  # DeepSpeed ZeRO-3 partitioned parameters
+        import deepspeed
+
+        return deepspeed.zero.GatheredParameters(params, modifier_rank=None)
+    return contextlib.nullcontext()
 
 
 def load_lora_weights(model, adapter_dir: str | Path) -> None:

@@ -1,29 +1,34 @@
 """vLLM generation for GPU machines (optional extra: `pip install -e '.[vllm]'`).
 
 vLLM pins its own CUDA torch, so it is imported only when `generation.backend: vllm`
-is chosen. Prefix caching gives the shared-prompt reuse the HF path does by hand, and
-each iteration's LoRA adapter is served through a LoRARequest without merging.
+is chosen. It runs colocated with the trainer (one engine per training rank, on that
+rank's GPU, taking `generation.gpu_memory_utilization` of it). Prefix caching gives
+the shared-prompt reuse the HF path does by hand, and each iteration's adapter is
+served through a LoRARequest with a new id, so no cached KV of an older adapter is hit.
 """
 
 from __future__ import annotations
 
-from policies.generation import Sample
+from policies.generation import Sample, token_pieces, trim_to_program
+from train.config import GenerationConfig
 
-# vLLM matches stop strings literally; these cover the common ways a program's body ends
-# (the HF path stops at any unindented line; extraction trims whatever remains).
+# vLLM matches stop strings literally: these end the common top-level lines that follow
+# a program early; the exact stop rule (`end_of_program`, bracket- and string-aware) is
+# applied to every completion afterwards.
 STOP = ["\n#", "\ndef ", "\nclass ", "\nprint(", "\n```", "\nif __name__", "\nexecute_command("]
 
 
 class VLLMGenerator:
-    def __init__(self, model: str, temperature: float = 1.0, top_p: float = 0.9, max_new_tokens: int = 320,
-                 seed: int = 0, max_lora_rank: int = 16, gpu_memory_utilization: float = 0.5,
-                 dtype: str = "bfloat16", distributed: bool = False, **_):
+    def __init__(self, model: str, config: GenerationConfig | None = None, seed: int = 0, stop=None,
+                 max_lora_rank: int = 16, dtype: str = "bfloat16", distributed: bool = False):
         try:
             from vllm import LLM
         except ImportError as e:
             raise ImportError("generation.backend: vllm needs the extra: pip install -e '.[vllm]' (GPU machines)") from e
         from policies.model import resolve
 
+        self.config = config or GenerationConfig(backend="vllm")
+        self.stop = stop  # the prompt family's rule: None is the program's end (then STOP ends early too)
         self.path = str(resolve(model))
         extra = {}
         if distributed:
@@ -31,25 +36,36 @@ class VLLMGenerator:
             extra["distributed_executor_backend"] = "external_launcher"
         self.llm = LLM(model=self.path, enable_prefix_caching=True, enable_lora=True,
                        max_lora_rank=_allowed_rank(max_lora_rank), seed=seed, dtype=dtype,
-                       gpu_memory_utilization=gpu_memory_utilization, **extra)
+                       gpu_memory_utilization=self.config.gpu_memory_utilization, **extra)
         self.tokenizer = self.llm.get_tokenizer()
         self.eos = self.tokenizer.eos_token_id
-        self.temperature, self.top_p, self.max_new_tokens = temperature, top_p, max_new_tokens
+        self._pieces = token_pieces(self.tokenizer)
+        self.seed = seed
         self.adapter: str | None = None
         self._adapter_id = 0
 
-    def weights_changed(self, adapter_dir: str | None = None) -> None:
-        """Serve the adapter saved at `adapter_dir` from now on (a new id busts vLLM's cache)."""
-        if adapter_dir is not None:
-            self.adapter = str(adapter_dir)
-            self._adapter_id += 1
+    def load_adapter(self, path=None) -> None:
+        """Serve the adapter saved at `path` (None: the base model); a new id each call."""
+        self.adapter = None if path is None else str(path)
+        self._adapter_id += 1
 
-    def generate(self, prompts: list[str], n: int = 1, progress: bool = False, desc: str = "generate") -> list[Sample]:
+    def reseed(self, seed: int) -> None:
+        self.seed = seed
+
+    def drain(self) -> None:
+        """Each rank's engine runs on its own: nothing to keep in step."""
+
+    def generate(self, prompts: list[str], n: int = 1, *, temperature: float | None = None,
+                 max_new_tokens: int | None = None, progress: bool = False, desc: str = "generate") -> list[Sample]:
         from vllm import SamplingParams, TokensPrompt
         from vllm.lora.request import LoRARequest
 
-        params = SamplingParams(n=n, temperature=self.temperature, top_p=self.top_p,
-                                max_tokens=self.max_new_tokens, stop=STOP)
+        cfg = self.config
+        params = SamplingParams(n=n, temperature=cfg.temperature if temperature is None else temperature,
+                                top_p=cfg.top_p, max_tokens=max_new_tokens or cfg.max_new_tokens,
+                                stop=STOP if self.stop is None else None,
+                                seed=self.seed)
+        self.seed += 1  # the next call draws fresh samples; reseed() restarts the stream
         lora = LoRARequest(f"it{self._adapter_id}", self._adapter_id, self.adapter) if self.adapter else None
         # Token ids from our tokenizer call, as on the HF path (vLLM would add special tokens).
         ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
@@ -58,18 +74,14 @@ class VLLMGenerator:
         samples = []
         for i, out in enumerate(outputs):
             for comp in out.outputs:
-                tokens = self._trim(list(comp.token_ids), comp.text)
-                samples.append(Sample(i, ids[i], tokens, comp.text, finished=comp.finish_reason != "length"))
+                tokens = list(comp.token_ids)
+                eos = bool(tokens) and tokens[-1] == self.eos  # the loop adds its own EOS when it trains
+                tokens = tokens[:-1] if eos else tokens
+                matched = comp.stop_reason if isinstance(comp.stop_reason, str) else ""
+                tokens, ended = trim_to_program(tokens, self._pieces, tail=matched, stop=self.stop)
+                samples.append(Sample(i, ids[i], tokens, self.tokenizer.decode(tokens, skip_special_tokens=True),
+                                      finished=ended or eos))
         return samples
-
-    def _trim(self, tokens: list[int], text: str) -> list[int]:
-        """Token ids matching the returned text: vLLM trims the text at a stop string but
-        keeps the tokens that completed it, and keeps a sampled EOS (the loop adds its own)."""
-        if tokens and tokens[-1] == self.eos:
-            tokens = tokens[:-1]
-        while tokens and len(self.tokenizer.decode(tokens[:-1])) >= len(text):
-            tokens = tokens[:-1]
-        return tokens
 
 
 def _allowed_rank(r: int) -> int:

@@ -57,6 +57,7 @@ class OptimConfig:
     epochs: AtLeast1[int] = 1  # passes over an iteration's rollouts
     micro_batch_size: AtLeast1[int] = 16  # examples per forward on one rank (a memory knob)
     batch_size: AtLeast1[int] | None = None  # examples per optimizer step over all ranks; null: micro_batch_size
+    max_skipped_steps: NonNegative[int] = 3  # optimizer steps skipped for a non-finite loss before the run stops
     normalizer: Positive[float] | None = None  # N in Eq. 8's sum of w*NLL / N; null: the iteration's rollouts on all ranks
     token_reduction: Literal["mean", "sum"] = "mean"  # mean: per-example NLL averaged over its tokens; sum: Eq. 8 literally
     share_prefix: bool = True  # run the prompt prefix shared by a micro-batch once
@@ -78,6 +79,7 @@ class GenerationConfig:
     batch_size: AtLeast1[int] = 32  # prompts x programs generated together
     prefix_cache: bool = True  # encode the prompt prefix shared by a batch once
     eval_temperature: NonNegative[float] = 0.0  # held-out evaluation (0: greedy)
+    gpu_memory_utilization: Annotated[float, Range(gt=0, le=1)] = 0.3  # vllm: share of the GPU its engine takes beside the trainer
 
 
 @dataclass
@@ -85,6 +87,7 @@ class EarlyStoppingConfig:
     enabled: bool = True
     patience: AtLeast1[int] = 2  # declines of the training reward in a row that stop the run
     min_delta: NonNegative[float] = 0.0  # a drop smaller than this is not a decline
+    monitor: Literal["reward/mean", "eval/accuracy", "eval/logical_accuracy"] = "reward/mean"  # the score that declines (the paper: training reward) and picks best/
 
 
 @dataclass

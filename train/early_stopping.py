@@ -1,14 +1,19 @@
-"""Stop policy iteration when the mean training reward declines (ViUniT §3.4).
+"""Stop policy iteration when the monitored score declines (ViUniT §3.4), and know
+which adapter scored best.
 
+The paper stops on declining training reward (`early_stopping.monitor: reward/mean`).
 The reward measured at iteration t scores rollouts sampled *before* update t, i.e. the
-adapter produced by iteration t-1. So the best reward points at the adapter of the
-previous iteration ("initial" for iteration 0), and that is the one restored.
+adapter of iteration t-1 ("initial" for t = 0); the trainer scores the last adapter with
+one more rollout pass so that it too can be chosen. An eval monitor (`eval/accuracy`)
+scores the adapter of the same iteration.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
+
+MONITORS = ("reward/mean", "eval/accuracy", "eval/logical_accuracy")
 
 
 @dataclass
@@ -16,14 +21,17 @@ class EarlyStopper:
     patience: int = 2
     min_delta: float = 0.0
     enabled: bool = True
+    # Progress (the only state a checkpoint keeps; settings come from the config):
     best: float | None = None
     best_policy: int = -1   # iteration whose adapter scored best; -1 is the initial adapter
     declines: int = 0
+    scores: dict[int, float] = field(default_factory=dict)  # adapter -> its score
 
-    def update(self, value: float, policy: int) -> bool:
-        """Record the reward of `policy`'s rollouts; True when the run should stop."""
+    def update(self, value: float | None, policy: int) -> bool:
+        """Record the score of `policy`'s adapter; True when the run should stop."""
         if value is None or not math.isfinite(value):
-            return False  # no reward applied this iteration: neither better nor worse
+            return False  # nothing was scored this iteration: neither better nor worse
+        self.scores[policy] = value
         if self.best is None or value > self.best:
             self.best, self.best_policy, self.declines = value, policy, 0
             return False
@@ -34,8 +42,9 @@ class EarlyStopper:
         return self.enabled and self.declines >= self.patience
 
     def state_dict(self) -> dict:
-        return asdict(self)
+        return {"best": self.best, "best_policy": self.best_policy, "declines": self.declines,
+                "scores": {str(k): v for k, v in self.scores.items()}}
 
     def load_state_dict(self, state: dict) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
+        self.best, self.best_policy, self.declines = state["best"], state["best_policy"], state["declines"]
+        self.scores = {int(k): v for k, v in state.get("scores", {}).items()}

@@ -118,9 +118,8 @@ class ProgramSampler:
         net.eval()
         self.prompt_family = get_family(prompt_family)
         # A script ends at a blank line, a Python body at its first unindented line.
-        self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens,
-                                                                          batch_size=128, stop=self.prompt_family.stop),
-                                     seed=seed)
+        self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens, batch_size=128),
+                                     seed=seed, stop=self.prompt_family.stop)
 
     def sample(self, prompts: list[str], n: int, desc: str = "programs") -> list[list[str]]:
         """n programs per prompt (each prompt ends inside `execute_command`, as the family's do)."""

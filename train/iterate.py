@@ -2,17 +2,20 @@
 
     accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml [key=value ...]
 
-Reads top to bottom: setup, then per iteration rollout → execute → reward → weights →
-update → evaluate → log/checkpoint/stop. Each rank samples its own shard of the
-questions and executes its own programs; gradients meet in the update.
+Reads top to bottom: setup, then per iteration rollout → reward → weights → update →
+evaluate → log/checkpoint/stop, then the final scoring of the last adapter and `best/`.
+Each rank samples its own shard of the questions and executes its own programs; the
+update, the few-shot pools and the metrics are global.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
+import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # `accelerate launch train/iterate.py` runs this as a script
@@ -27,9 +30,154 @@ from train.config import ConfigError, load_config, save_config, to_dict, to_yaml
 from train.setup import build_parser, dry_run, load_data, make_accelerator, validate
 
 
-def _stats(values: list[float]) -> tuple[float, float]:
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
-    return (float(arr.mean()), float(arr.std())) if arr.size else (float("nan"), float("nan"))
+@dataclass
+class Loop:
+    """What the phases of an iteration share (built once in `main`)."""
+
+    cfg: object
+    accelerator: object
+    tokenizer: object
+    generator: object
+    executor: object
+    reward_set: object
+    selfplay: object
+    train_rows: object
+    eval_rows: list
+
+    @property
+    def rank(self) -> int:
+        return self.accelerator.process_index
+
+    def seed(self, purpose: str, iteration: int) -> int:
+        """A sampling seed per (run seed, purpose, iteration, rank): a resumed run draws
+        what an uninterrupted one would, and no two ranks or phases share a stream."""
+        key = f"{self.cfg.seed}:{purpose}:{iteration}:{self.rank}".encode()
+        return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
+
+
+def questions(loop: Loop, iteration: int) -> list[dict]:
+    """This rank's shard of the iteration's questions (the same draw on any world size)."""
+    cfg, world = loop.cfg, loop.accelerator.num_processes
+    order = list(range(len(loop.train_rows)))
+    picks = random.Random(f"{cfg.seed}:{iteration}").sample(order, min(cfg.questions_per_iteration, len(order)))
+    return [loop.train_rows[i] for i in picks[loop.rank :: world]]
+
+
+def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -> tuple[list, dict]:
+    """Sample, execute and reward programs for `batch` in every prompt family; refine
+    errors and grow the few-shot pools (over all ranks) as self-play asks."""
+    from accelerate.utils import gather_object
+
+    from train.evaluate import result_score
+    from train.rollout import collect
+
+    cfg, sp = loop.cfg, loop.selfplay
+    loop.generator.reseed(loop.seed("rollout", iteration))
+    rollouts, metrics = [], {}
+    for name in sp.names:  # one prompt family (and few-shot pool) after another
+        prompts, shots = sp.prompts(name, loop.tokenizer, batch, iteration, cfg.seed)
+        family = collect(batch, prompts, loop.generator, cfg.programs_per_question, loop.executor, loop.reward_set,
+                         metric=cfg.data.metric, progress=loop.accelerator.is_main_process, desc=f"generate {name}")
+        metrics.update(sp.refine(name, loop.tokenizer, batch, family, shots, loop.generator, loop.executor,
+                                 loop.reward_set))
+        for ro in family:
+            ro.prompt_family = name
+        rollouts += family
+    loop.generator.drain()  # ZeRO-3: no rank leaves generation while another still runs forwards
+    if admit:
+        for name in sp.names:
+            family = [ro for ro in rollouts if ro.prompt_family == name]
+            metrics[f"pool/{name}/admitted_now"] = sp.admit(name, batch, family, iteration, gather=gather_object)
+    # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
+    # sees it, but it is how runs with different rewards are compared.
+    for ro in rollouts:
+        ro.accuracy = result_score(ro.result, batch[ro.row], cfg.data.metric)
+    return rollouts, metrics
+
+
+def training_examples(loop: Loop, rollouts: list) -> list:
+    """Rewards → Eq. 8 weights, and the completion each rollout teaches."""
+    from train.update import Example, reward_to_weight
+
+    cfg, eos = loop.cfg, loop.tokenizer.eos_token_id
+    examples = []
+    for ro in rollouts:
+        ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
+                                     cfg.weighting.clip_negative)
+        # A program that ended on its own is taught to end there (EOS); a truncated one is not.
+        target = ro.completion_ids + ([eos] if ro.finished else [])
+        if ro.refined:  # teach the first prompt the corrected program
+            corrected = loop.selfplay.training_completion(ro, ro.prompt_family, loop.tokenizer)
+            target = corrected + [eos] if corrected else target
+            ro.weight = ro.weight if corrected else 0.0
+        examples.append(Example(ro.prompt_ids, target, ro.weight))
+    return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
+
+
+def evaluate(loop: Loop, iteration: int) -> tuple[dict, list, list[dict]]:
+    """Held-out accuracy of the current adapter (greedy by default), per prompt family and
+    aggregated over families, with logical accuracy on counterfactual scenes; all ranks.
+    Also returns this rank's rollouts of the first family and their rows (the answers table)."""
+    from accelerate.utils import gather_object
+
+    from train.evaluate import family_hits, logical_metrics, result_score, summarize
+    from train.records import EvalRecord, eval_metrics
+    from train.rollout import collect
+    from train.selfplay import judge_reply
+
+    cfg, sp, gen = loop.cfg, loop.selfplay, loop.generator
+    world = loop.accelerator.num_processes
+    rows = [loop.eval_rows[i] for i in range(min(cfg.eval_questions, len(loop.eval_rows)))][loop.rank :: world]
+    gen.reseed(loop.seed("eval", iteration))
+    by_family = {}
+    for name in sp.names:
+        prompts, _ = sp.prompts(name, loop.tokenizer, rows, iteration, cfg.seed + 1)
+        by_family[name] = collect(rows, prompts, _Temperature(gen, cfg.generation.eval_temperature), 1, loop.executor,
+                                  progress=loop.accelerator.is_main_process, desc=f"evaluate {name}") if rows else []
+        for ro in by_family[name]:  # the task metric of each row, against its labels
+            ro.accuracy = result_score(ro.result, rows[ro.row], cfg.data.metric)
+    hits = family_hits(rows, {n: [r.result.answer for r in rs] for n, rs in by_family.items()}, cfg.data.metric,
+                       sp.cfg.aggregate, judge_fn=lambda prompt: judge_reply(gen, prompt))
+    gen.drain()
+    evals = by_family[sp.names[0]]
+    logical = logical_metrics(evals, rows, loop.executor, cfg.eval_counterfactuals, cfg.seed) \
+        if cfg.eval_counterfactuals else []
+    records = gather_object([EvalRecord.of(r) for r in evals])
+    metrics = eval_metrics(records, {k: gather_object(v) for k, v in hits.items()})
+    metrics.update(summarize(gather_object(logical), "eval"))
+    return metrics, evals, rows
+
+
+class NonFiniteLoss(RuntimeError):
+    """Too many optimizer steps were skipped for a non-finite loss."""
+
+
+def _stop(error: Exception, run_dir: Path, iteration: int | None, main: bool) -> int:
+    """End a run that cannot go on, with one line; every completed iteration stays resumable."""
+    from train.checkpoint import PREEMPTED_STATUS, Preempted, completed_iterations
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not main:
+        return PREEMPTED_STATUS if isinstance(error, Preempted) else 1
+    done = completed_iterations(run_dir)
+    kept = f"iterations 0-{done[-1]} are checkpointed" if done else "no iteration was checkpointed"
+    if isinstance(error, Preempted):
+        where = f" in iteration {iteration}" if iteration is not None else ""
+        print(f"preempted: SIGTERM{where}; {kept}; continue with resume=true", file=sys.stderr)
+        return PREEMPTED_STATUS
+    print(f"error: {error}" + ("" if isinstance(error, NonFiniteLoss) else f"; {kept}; free space and continue "
+                                                                            "with resume=true"), file=sys.stderr)
+    return 1
+
+
+class _Temperature:
+    """A generator whose calls default to another temperature (evaluation's)."""
+
+    def __init__(self, generator, temperature: float):
+        self.generator, self.temperature = generator, temperature
+
+    def generate(self, prompts, n=1, **kw):
+        return self.generator.generate(prompts, n, **{"temperature": self.temperature, **kw})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,19 +207,19 @@ def main(argv: list[str] | None = None) -> int:
     from envs.execution import Executor
     from envs.prompts import get_family
     from envs.tools import open_backend
-    from policies.generation import GenerationConfig, HFGenerator
-    from policies.lora import attach_lora, load_lora_weights, reset_lora
+    from policies.generation import any_rank, make_generator
+    from policies.lora import adapter_weights, attach_lora, reset_lora
     from policies.model import load_model
     from train import checkpoint as ckpt
-    from train.early_stopping import EarlyStopper
-    from train.evaluate import family_hits, logical_metrics, result_score, summarize
-    from train.rollout import collect, status_rates
-    from train.selfplay import SelfPlay, judge_reply
     from train.console_log import ConsoleLog
+    from train.early_stopping import EarlyStopper
+    from train.records import RolloutRecord, rollout_metrics
     from train.report import report_at_end
+    from train.selfplay import SelfPlay
     from train.tracking import Tracker, rollout_table
-    from train.update import Example, configure_accelerator, reward_to_weight, run_update
+    from train.update import configure_accelerator, run_update
 
+    # ------------------------------------------------------------------ setup
     accelerator = make_accelerator()
     rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
     say = accelerator.print
@@ -79,8 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     random.seed(cfg.seed + rank)
     np.random.seed(cfg.seed + rank)
     torch.manual_seed(cfg.seed)  # same LoRA init on every rank
-
-    # ------------------------------------------------------------------ setup
     try:
         train_rows, eval_rows = load_data(cfg, progress=main_proc)
     except ConfigError as e:
@@ -91,19 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     model = attach_lora(model, cfg.lora)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
-    configure_accelerator(accelerator, cfg.optim)  # gradient accumulation, DeepSpeed's "auto" values
+    configure_accelerator(accelerator, cfg.optim, bf16=cfg.dtype == "bfloat16")  # accumulation, DeepSpeed "auto"s
     model, optimizer = accelerator.prepare(model, optimizer)
+    ckpt.exclude_base_weights(accelerator)
     policy = accelerator.unwrap_model(model)
-    gen_cfg = GenerationConfig(**{k: v for k, v in vars(cfg.generation).items() if k != "eval_temperature"})
-    gen_cfg.stop = get_family(cfg.env.prompt).stop  # a script ends at a blank line, a body at column 0
-    if cfg.generation.backend == "vllm":
-        from policies.vllm_backend import VLLMGenerator
-
-        generator = VLLMGenerator(cfg.model, temperature=gen_cfg.temperature, top_p=gen_cfg.top_p,
-                                  max_new_tokens=gen_cfg.max_new_tokens, seed=cfg.seed + rank, max_lora_rank=cfg.lora.r,
-                                  distributed=world > 1)
-    else:
-        generator = HFGenerator(policy, tokenizer, gen_cfg, seed=cfg.seed)
+    zero3 = accelerator.state.deepspeed_plugin is not None and accelerator.state.deepspeed_plugin.zero_stage == 3
+    generator = make_generator(cfg.generation, policy, tokenizer, model=cfg.model, seed=cfg.seed,
+                               stop=get_family(cfg.env.prompt).stop,  # a script ends at a blank line
+                               max_lora_rank=cfg.lora.r, world=world,
+                               sync=any_rank(accelerator.device) if zero3 and world > 1 else None)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
     tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
@@ -112,161 +254,84 @@ def main(argv: list[str] | None = None) -> int:
                         backend=tools.spec)  # handed to every reward
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
-
-    start, wandb_id, stopped = 0, None, False
-    done = ckpt.completed_iterations(run_dir) if cfg.resume else []
-    if main_proc:
-        if not done and run_dir.exists():  # a run that died before its first checkpoint
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        console.open(run_dir / "train.log")
-        ckpt.clean_partial(run_dir)
-        save_config(cfg, run_dir / "config.yaml")
-        if not done:
-            policy.save_pretrained(run_dir / ckpt.ITER_DIR / "initial" / "adapter")
-            ckpt.make_portable(run_dir / ckpt.ITER_DIR / "initial" / "adapter")
-    if done:
-        last = ckpt.load_iteration(run_dir, done[-1])
-        load_lora_weights(policy, last["adapter"])
-        optimizer.load_state_dict(last["optimizer"])
-        ckpt.set_rng_state(last["rng"])
-        stopper.load_state_dict(last["state"]["early_stopping"])
-        selfplay.load_json(last["pool"])
-        wandb_id = last["state"].get("wandb_id")
-        start = done[-1] + 1
-        if main_proc:
-            ckpt.rebuild_metrics(run_dir, done)
-        say(f"resuming {run_dir} after iteration {done[-1]}")
-        if not isinstance(generator, HFGenerator):  # vLLM serves the resumed adapter from disk
-            generator.weights_changed(last["adapter"])
-        if last["state"].get("stopped"):
-            start, stopped = cfg.iterations, True
-    accelerator.wait_for_everyone()
-    tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=wandb_id)
-
-    train_order = list(range(len(train_rows)))
-    eval_index = list(range(min(cfg.eval_questions, len(eval_rows))))[rank::world]
-    eval_batch = [eval_rows[i] for i in eval_index]
+    loop = Loop(cfg, accelerator, tokenizer, generator, executor, reward_set, selfplay, train_rows, list(eval_rows))
+    preemption = ckpt.Preemption().install()  # SIGTERM: stop, keeping the newest checkpoint whole
+    try:
+        with preemption.saving():
+            resumed = ckpt.start_or_resume(run_dir, cfg, accelerator, policy, stopper, selfplay, save_config)
+            if main_proc:
+                console.open(run_dir / "train.log")  # with the lines printed so far
+            generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, adapter_weights(policy), accelerator))
+    except (ckpt.CheckpointError, ckpt.Preempted) as e:
+        executor.close()
+        tools.close()
+        status = _stop(e, run_dir, None, main_proc)
+        console.close()
+        return status
+    stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
+    tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
+    monitor_reward = cfg.early_stopping.monitor == "reward/mean"
+    iteration = resumed.start
 
     try:
-        for iteration in range(start, cfg.iterations):
+        for iteration in range(resumed.start, cfg.iterations):
             t_iter = time.time()
             say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
-            if isinstance(generator, HFGenerator):
-                generator.weights_changed()
-                generator.generator.manual_seed(cfg.seed * 1000 + iteration * 97 + rank)
 
-            # ---------------------------------------------------- 1-3. rollout, execute, reward
-            picks = random.Random(f"{cfg.seed}:{iteration}").sample(train_order, min(cfg.questions_per_iteration, len(train_order)))
-            batch = [train_rows[i] for i in picks[rank::world]]
+            # ---------------------------------------------------- rollout: sample, execute, reward
             t0 = time.time()
-            rollouts, selfplay_metrics = [], {}
-            for name in selfplay.names:  # one prompt family (and few-shot pool) after another
-                prompts, shots = selfplay.prompts(name, tokenizer, batch, iteration, cfg.seed)
-                family_rollouts = collect(batch, prompts, generator, cfg.programs_per_question, executor, reward_set,
-                                          metric=cfg.data.metric, progress=main_proc, desc=f"generate {name}")
-                selfplay_metrics.update(selfplay.refine(name, tokenizer, batch, family_rollouts, shots, generator,
-                                                        executor, reward_set))
-                selfplay_metrics[f"pool/{name}/admitted_now"] = selfplay.admit(name, batch, family_rollouts, iteration)
-                for ro in family_rollouts:
-                    ro.prompt_family = name
-                rollouts += family_rollouts
-            # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
-            # sees it, but it is how runs with different rewards are compared.
-            for ro in rollouts:
-                ro.accuracy = result_score(ro.result, batch[ro.row], cfg.data.metric)
+            batch = questions(loop, iteration)
+            rollouts, selfplay_metrics = rollout(loop, batch, iteration)
             t_rollout = time.time() - t0
 
-            # ---------------------------------------------------- 4. rewards -> weights
-            eos = tokenizer.eos_token_id
-            examples = []
-            for ro in rollouts:
-                ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
-                                             cfg.weighting.clip_negative)
-                # A program that ended on its own is taught to end there (EOS); a truncated one is not.
-                target = ro.completion_ids + ([eos] if ro.finished else [])
-                if ro.refined:  # teach the first prompt the corrected program
-                    corrected = selfplay.training_completion(ro, ro.prompt_family, tokenizer)
-                    target = corrected + [eos] if corrected else target
-                    ro.weight = ro.weight if corrected else 0.0
-                examples.append(Example(ro.prompt_ids, target, ro.weight))
-
-            # ---------------------------------------------------- 5. reward-weighted NLL update
+            # ---------------------------------------------------- rewards -> weights -> update (Eq. 8)
             t0 = time.time()
+            examples = training_examples(loop, rollouts)
             if cfg.lora.init == "base":  # after the rollouts: they came from the previous adapter
                 torch.manual_seed(cfg.seed + iteration)  # the same fresh A on every rank
                 reset_lora(policy)
                 optimizer.state.clear()
-            if not selfplay.updates:  # pool_only: the pool alone improves the policy (seed 002)
-                examples = []
             loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
                                     seed=cfg.seed + iteration, progress=main_proc)
+            skipped_steps += loss_stats["loss/skipped_steps"]
+            weights = adapter_weights(policy)  # gathered once: served, then checkpointed
+            with preemption.saving():
+                generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, weights, accelerator))
             t_update = time.time() - t0
-            serving = None
-            if not isinstance(generator, HFGenerator):  # vLLM serves the adapter from disk
-                serving = run_dir / ckpt.ITER_DIR / f"serving_{rank}"
-                policy.save_pretrained(serving)
-            generator.weights_changed(serving)
 
-            # ---------------------------------------------------- 6. held-out evaluation
+            # ---------------------------------------------------- evaluate
             t0 = time.time()
-            generator.temperature = cfg.generation.eval_temperature
-            evals_by_family = {}
-            for name in selfplay.names:
-                eval_prompts, _ = selfplay.prompts(name, tokenizer, eval_batch, iteration, cfg.seed + 1)
-                evals_by_family[name] = collect(eval_batch, eval_prompts, generator, 1, executor,
-                                                progress=main_proc, desc=f"evaluate {name}") if eval_batch else []
-                for ro in evals_by_family[name]:  # the task metric of each row, against its labels
-                    ro.accuracy = result_score(ro.result, eval_batch[ro.row], cfg.data.metric)
-            evals = evals_by_family[selfplay.names[0]]
-            eval_hits = family_hits(eval_batch, {n: [r.result.answer for r in rs] for n, rs in evals_by_family.items()},
-                                    cfg.data.metric, selfplay.cfg.aggregate,
-                                    judge_fn=lambda prompt: judge_reply(generator, prompt))
-            generator.temperature = cfg.generation.temperature
-            logical = logical_metrics(evals, eval_batch, executor, cfg.eval_counterfactuals, cfg.seed) \
-                if cfg.eval_counterfactuals else []
+            eval_stats, evals, eval_batch = evaluate(loop, iteration)
             t_eval = time.time() - t0
 
-            # ---------------------------------------------------- 7. log, checkpoint, stop
-            all_rollouts = gather_object([(r.reward, r.weight, r.result.status, r.parts, len(r.completion_ids),
-                                           r.prompt_family, r.accuracy) for r in rollouts])
-            all_evals = gather_object([(r.accuracy, r.result.status) for r in evals])
-            all_logical = gather_object(logical)
-            all_hits = {k: gather_object(v) for k, v in eval_hits.items()}
+            # ---------------------------------------------------- log
             metrics = {"iteration": iteration}
-            metrics["reward/mean"], metrics["reward/std"] = _stats([r[0] for r in all_rollouts])
-            for name in reward_set.names:
-                metrics[f"rewards/{name}/mean"], metrics[f"rewards/{name}/std"] = _stats([r[3][name] for r in all_rollouts])
-            metrics.update(status_rates([r[2] for r in all_rollouts], "rollout"))
-            metrics["rollout/samples"] = len(all_rollouts)
-            metrics["rollout/weighted_samples"] = sum(r[1] > 0 for r in all_rollouts)
-            metrics["rollout/completion_tokens"] = _stats([r[4] for r in all_rollouts])[0]
-            metrics["rollout/accuracy"] = _stats([r[6] for r in all_rollouts])[0]
+            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r) for r in rollouts]),
+                                           reward_set.names, selfplay.names))
             metrics.update(loss_stats)
-            metrics["eval/accuracy"] = _stats([r[0] for r in all_evals])[0]
-            metrics["eval/questions"] = len(all_evals)
-            metrics.update(status_rates([r[1] for r in all_evals], "eval"))
-            metrics.update(summarize(all_logical, "eval"))
-            metrics.update({f"eval/{k}/accuracy": _stats(v)[0] for k, v in all_hits.items()})
-            for name in selfplay.names:
-                fam = [r for r in all_rollouts if r[5] == name]
-                metrics[f"rollout/{name}/accuracy"] = _stats([r[6] for r in fam])[0]
-                metrics[f"rollout/{name}/pass_rate"] = _stats([float(r[2] == "ok") for r in fam])[0]
+            metrics["loss/skipped_steps_total"] = skipped_steps
+            metrics.update(eval_stats)
             metrics.update(selfplay_metrics)
             for name, fn in zip(reward_set.names, reward_set.fns):  # a reward's own counters (rank 0's)
                 if callable(getattr(fn, "metrics", None)):
                     metrics.update({f"rewards/{name}/{k}": v for k, v in fn.metrics().items()})
             metrics.update(selfplay.metrics())
-            metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
-                            "time/iteration": time.time() - t_iter})
-            # The reward scores the adapter that sampled these rollouts: the previous iteration's.
-            stopped = stopper.update(metrics["reward/mean"], iteration - 1)
+            # The reward scores the adapter that sampled these rollouts (the previous one);
+            # an eval metric scores this iteration's.
+            scored = iteration - 1 if monitor_reward else iteration
+            stopped = stopper.update(metrics.get(cfg.early_stopping.monitor), scored)
             metrics["early_stopping/declines"] = stopper.declines
             metrics["early_stopping/best_iteration"] = stopper.best_policy
+            metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
+                            "time/iteration": time.time() - t_iter})
 
+            # ---------------------------------------------------- checkpoint, stop
+            state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped,
+                     "skipped_steps": skipped_steps}
+            with preemption.saving():
+                ckpt.save_iteration(run_dir, iteration, policy, metrics, state, selfplay.to_json(),
+                                    accelerator=accelerator, weights=weights)
             if main_proc:
-                state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped}
-                ckpt.save_iteration(run_dir, iteration, policy, optimizer, metrics, state, pool=selfplay.to_json())
                 table = rollout_table(rollouts[: cfg.tracking.table_rows], batch, iteration)
                 tables = {"pool/contents": selfplay.table_rows(), "eval/answers": rollout_table(evals, eval_batch, iteration)}
                 for name, fn in zip(reward_set.names, reward_set.fns):  # e.g. viunit's suites, with images
@@ -277,28 +342,56 @@ def main(argv: list[str] | None = None) -> int:
                 f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
                 f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
                 f"({metrics['time/iteration']:.0f}s)")
-            accelerator.wait_for_everyone()
+            if skipped_steps > cfg.optim.max_skipped_steps:
+                raise NonFiniteLoss(f"{skipped_steps} optimizer steps had a non-finite loss (more than "
+                                    f"optim.max_skipped_steps={cfg.optim.max_skipped_steps}); iteration {iteration} "
+                                    "is checkpointed; lower optim.lr or check the rewards, then resume=true")
             if stopped:
-                say(f"early stop: training reward declined {stopper.declines} time(s) in a row")
+                say(f"early stop: {cfg.early_stopping.monitor} declined {stopper.declines} time(s) in a row")
                 break
+
+        # ---------------------------------------------------- score the last adapter
+        last = ckpt.completed_iterations(run_dir)[-1] if ckpt.completed_iterations(run_dir) else -1
+        if monitor_reward and not stopped and last >= 0 and last not in stopper.scores:
+            # No update follows the last one, so its adapter has no rollout reward yet:
+            # one more rollout pass (no update, no pool admission) makes it eligible.
+            final, _ = rollout(loop, questions(loop, last + 1), last + 1, admit=False)
+            value = rollout_metrics(gather_object([RolloutRecord.of(r) for r in final]), [], [])["reward/mean"]
+            stopper.update(value, last)
+            say(f"final adapter (iteration {last}): reward {value:.3f}")
+    except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the cleanup; checkpoints are whole
+        tracker.finish()
+        executor.close()
+        tools.close()
+        status = _stop(e, run_dir, iteration, main_proc)
+        console.close()  # after the one line, so train.log has it
+        return status
     except BaseException:
         console.close(error=True)
         # No partial output: a run that fails before its first checkpoint leaves nothing behind.
         if main_proc and not ckpt.completed_iterations(run_dir):
+            import shutil
+
             tracker.finish()
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
 
-    # ------------------------------------------------------------------ finish
+    # ------------------------------------------------------------------ finish: publish best/
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from here a SIGTERM just ends the process: all is saved
     if main_proc:
         best = stopper.best_policy
-        source = ckpt.iteration_dir(run_dir, best) / "adapter" if best >= 0 else run_dir / ckpt.ITER_DIR / "initial" / "adapter"
-        if stopped:
-            load_lora_weights(policy, source)  # restore the best adapter in memory too
-        ckpt.publish_best(run_dir, source, {"iteration": best, "reward": stopper.best, "stopped_early": stopped})
-        tracker.summary({"best_iteration": best, "best_reward": stopper.best, "stopped_early": stopped})
+        why = (f"highest {cfg.early_stopping.monitor} among the adapters scored "
+               + ("(the reward of iteration t's rollouts scores the adapter of t-1; the last adapter by a final "
+                  "rollout pass)" if monitor_reward else "(evaluated after each update)"))
+        ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {
+            "iteration": best, "adapter": "initial" if best < 0 else f"iter_{best:03d}",
+            "monitor": cfg.early_stopping.monitor, "value": stopper.best, "why": why,
+            "scores": {("initial" if k < 0 else f"iter_{k:03d}"): v for k, v in sorted(stopper.scores.items())},
+            "stopped_early": stopped})
+        tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped})
         tracker.finish()
-        say(f"done: {run_dir} (best adapter: iteration {best})")
+        say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else f'iteration {best}'})")
         if cfg.tracking.report:
             report_at_end(run_dir)  # prints "report: runs/<name>/report.html"
     console.close()

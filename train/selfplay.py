@@ -84,20 +84,25 @@ class SelfPlay:
                 ro.refined = True
         return refine_stats(refined, prefix=f"refine/{name}/")
 
-    def admit(self, name: str, rows: list[dict], rollouts, iteration: int) -> int:
-        """Programs whose task reward reaches the threshold join the family's pool."""
+    def admit(self, name: str, rows: list[dict], rollouts, iteration: int, gather=None) -> int:
+        """Programs whose task reward reaches the threshold join the family's pool.
+
+        `gather` (e.g. `accelerate.utils.gather_object`) collects the candidates of every
+        rank, in rank order, so all ranks admit the same list and hold one pool."""
         if not self.uses_pool:
             return 0
-        admitted = 0
+        candidates = []
         for ro in rollouts:
             score = ro.parts.get("correctness", ro.reward)
             if score is None:
                 continue
             row = rows[ro.row]
-            admitted += self.pools[name].admit(PoolEntry(
+            candidates.append(PoolEntry(
                 question=row["question"], program=ro.program, answer=ro.result.answer, reward=float(score),
                 step=iteration, family=name, source_id=row.get("id")))
-        return admitted
+        if gather is not None:
+            candidates = gather(candidates)
+        return sum(bool(self.pools[name].admit(entry)) for entry in candidates)
 
     def training_completion(self, ro, name: str, tokenizer) -> list[int] | None:
         """Completion ids that teach the original prompt the refined program (None: unusable)."""
@@ -124,11 +129,4 @@ class SelfPlay:
 
 def judge_reply(generator, prompt: str, max_new_tokens: int = 8) -> str:
     """The policy answering the judge's multiple-choice prompt, greedily and briefly."""
-    saved = generator.temperature, getattr(generator, "config", generator).max_new_tokens
-    generator.temperature = 0.0
-    getattr(generator, "config", generator).max_new_tokens = max_new_tokens
-    try:
-        return generator.generate([prompt], n=1, desc="judge")[0].text
-    finally:
-        generator.temperature = saved[0]
-        getattr(generator, "config", generator).max_new_tokens = saved[1]
+    return generator.generate([prompt], n=1, temperature=0.0, max_new_tokens=max_new_tokens, desc="judge")[0].text

@@ -188,10 +188,6 @@ def _check_deepspeed(cfg: Config) -> None:
     if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() != "true":
         return
     # ZeRO keeps its own fp32 master copy of the adapter: writing weights into the module
-    # (a reset, or loading a checkpoint) is undone at the next step, and its optimizer
-    # state is sharded per rank.
+    # (a reset) is undone at the next step. (Resume goes through DeepSpeed's own checkpoint.)
     if cfg.lora.init == "base":
         raise ConfigError("lora.init=base is not supported under DeepSpeed yet; use lora.init=continue")
-    if cfg.resume:
-        raise ConfigError("resume=true is not supported under DeepSpeed yet; resume with DDP "
-                          "(configs/accelerate/cpu_2proc.yaml style) or start a new run_name")

@@ -137,9 +137,10 @@ def accumulation_steps(cfg, world: int) -> int:
     return math.ceil(math.ceil(global_batch_size(cfg) / world) / cfg.micro_batch_size)
 
 
-def configure_accelerator(accelerator, cfg) -> None:
-    """Set gradient accumulation (and DeepSpeed's "auto" values) from the config; call
-    before `accelerator.prepare`, because DeepSpeed fixes its accumulation there."""
+def configure_accelerator(accelerator, cfg, bf16: bool = False) -> None:
+    """Set gradient accumulation, and DeepSpeed's "auto" values (micro-batch, accumulation,
+    clipping, bf16: accelerate refuses `mixed_precision` beside a DeepSpeed JSON), from
+    the config; call before `accelerator.prepare`, where DeepSpeed fixes them."""
     k = accumulation_steps(cfg, accelerator.num_processes)
     accelerator.gradient_accumulation_steps = k
     plugin = getattr(accelerator.state, "deepspeed_plugin", None)
@@ -149,6 +150,8 @@ def configure_accelerator(accelerator, cfg) -> None:
         ds["gradient_accumulation_steps"] = k
         ds.pop("train_batch_size", None)
         ds["gradient_clipping"] = cfg.max_grad_norm or 0.0
+        if ds.get("bf16", {}).get("enabled") == "auto":
+            ds["bf16"]["enabled"] = bf16 or accelerator.mixed_precision == "bf16"
 
 
 def _canonical(examples: list[Example]) -> list[Example]:
@@ -166,7 +169,10 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     into optimizer steps of `optim.batch_size` examples. Each step's examples are dealt
     to the ranks, which run them in micro-batches with gradient accumulation; a rank
     with fewer than its share runs zero-weight filler micro-batches (the same shapes
-    and forwards as real ones, as ZeRO-3 needs), which add exactly zero. Each
+    and forwards as real ones, as ZeRO-3 needs), which add exactly zero. A step in which
+    any micro-batch's loss is not finite is skipped on every rank and counted (under
+    DeepSpeed exactly so when a step is one micro-batch per rank: DeepSpeed keeps the
+    gradients of earlier micro-batches of a step to itself). Each
     micro-batch's loss is its share of Σ w·NLL / N with N fixed for the iteration
     (`weighted_loss`), scaled by the world size and accumulation steps that DDP /
     DeepSpeed / accelerate divide by, so the summed gradient is exactly ∇J: the same
@@ -198,7 +204,7 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     filler = [Example(live[0].prompt_ids, live[0].completion_ids, 0.0)] if live else []
 
     sums = torch.zeros(4, dtype=torch.float64)  # Σ w·NLL, Σ w, completion tokens, real micro-batches
-    grad_norms = []
+    grad_norms, skipped = [], 0
     model.train()
     bar = tqdm(range(len(steps)), desc="update", unit="step", disable=not progress, leave=False)
     for step in bar:
@@ -208,21 +214,28 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
         mine = steps[step][rank::world]
         micro = [mine[i : i + mb] for i in range(0, len(mine), mb)]
         micro += [filler] * (k - len(micro))
+        broken = False  # a non-finite loss in this step: the whole step is skipped on every rank
         for part in micro:
             batch = {key: v.to(accelerator.device) for key, v in collate(part, pad_id, cfg.share_prefix).items()}
             with accelerator.accumulate(model):
                 nll = completion_nll(model, batch, cfg.token_reduction, prefix_model=accelerator.unwrap_model(model))
                 share = weighted_loss(nll, batch["weights"], normalizer)
-                accelerator.backward(share * scale)
+                if _finite_everywhere(accelerator, share):
+                    accelerator.backward(share * scale)
+                else:  # no backward: NaN/inf would reach every rank's gradients through the all-reduce
+                    broken = True
                 if accelerator.sync_gradients:
-                    if cfg.max_grad_norm:
-                        norm = accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad],
-                                                           cfg.max_grad_norm)
-                        if norm is not None:
-                            grad_norms.append(float(norm))
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            if part is not filler:
+                    if broken:
+                        skipped += 1
+                    else:
+                        if cfg.max_grad_norm:
+                            norm = accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad],
+                                                               cfg.max_grad_norm)
+                            if norm is not None:
+                                grad_norms.append(float(norm))
+                        optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+            if part is not filler and not broken:
                 w = batch["weights"].double().cpu()
                 sums += torch.tensor([float((w * nll.detach().double().cpu()).sum()), float(w.abs().sum()),
                                       float((batch["labels"] != -100).sum()), 1.0], dtype=torch.float64)
@@ -240,4 +253,13 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
         "loss/examples": len(live),
         "loss/grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else float("nan"),
         "loss/tokens": int(tokens),  # completion tokens that carried loss, all ranks and epochs
+        "loss/skipped_steps": skipped,  # steps dropped for a non-finite loss (the same on every rank)
     }
+
+
+def _finite_everywhere(accelerator, loss: torch.Tensor) -> bool:
+    """Whether the loss is finite on every rank (one tiny all-reduce when distributed)."""
+    bad = torch.tensor([0.0 if bool(torch.isfinite(loss.detach())) else 1.0], device=accelerator.device)
+    if accelerator.num_processes > 1:
+        bad = accelerator.reduce(bad, reduction="sum")
+    return float(bad) == 0.0

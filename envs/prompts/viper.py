@@ -90,9 +90,10 @@ class PromptFamily:
         # The assistant turn starts with the function header, so the completion is the body.
         return text + self.program_prefix
 
-    # Where generation stops (policies.generation.GenerationConfig.stop): a program body
-    # ends at its first unindented line.
-    stop: str = r"\n\S"
+    # Where generation stops (policies.generation.stop_rule): None is the end of the
+    # program, its first top-level line outside any open bracket or string
+    # (policies.programs.ProgramEnd); a regex string ends free text (scripts).
+    stop: str | None = None
 
     def display(self, program: str) -> str:
         """How an executed program is shown back to the policy (refinement prompts)."""

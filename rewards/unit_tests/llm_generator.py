@@ -8,6 +8,7 @@ trained: a policy that wrote its own tests could agree with itself).
 from __future__ import annotations
 
 import functools
+import hashlib
 
 from policies import DEFAULT_MODEL
 from rewards.unit_tests import prompts
@@ -51,11 +52,18 @@ class TextSampler:
             from policies.generation import GenerationConfig, HFGenerator
 
             model, tokenizer = _shared_model(self.name, self.dtype)
-            self._generator = HFGenerator(model, tokenizer, GenerationConfig(**self.settings), seed=self.seed)
+            settings = dict(self.settings)
+            stop = settings.pop("stop")
+            self._generator = HFGenerator(model, tokenizer, GenerationConfig(**settings), seed=self.seed, stop=stop)
         return self._generator
 
     def __call__(self, prompts: list[str], n: int = 1, progress: bool = False) -> list[list[str]]:
-        samples = self._load().generate(prompts, n=n, progress=progress, desc="unit tests")
+        generator = self._load()
+        # Seeded by what is asked, not by how much was sampled before: a resumed run draws
+        # the same candidates for the same questions as an uninterrupted one.
+        key = hashlib.sha256("\0".join([str(self.seed), str(n), *prompts]).encode()).digest()
+        generator.reseed(int.from_bytes(key[:8], "little") >> 1)
+        samples = generator.generate(prompts, n=n, progress=progress, desc="unit tests")
         out: list[list[str]] = [[] for _ in prompts]
         for s in samples:
             out[s.prompt_index].append(s.text)

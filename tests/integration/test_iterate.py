@@ -73,7 +73,9 @@ def test_early_stopping_restores_the_best_adapter(run_iterate, tmp_path):
     # rewards 1.0, 0.7, 0.4: two declines in a row stop the run after the third iteration
     assert [m["iteration"] for m in metrics] == [0, 1, 2]
     best = json.loads((run_dir / "best" / "best.json").read_text())
-    assert best == {"iteration": -1, "reward": 1.0, "stopped_early": True}
+    assert (best["iteration"], best["adapter"], best["monitor"], best["value"], best["stopped_early"]) == \
+        (-1, "initial", "reward/mean", 1.0, True)
+    assert best["scores"] == {"initial": 1.0, "iter_000": 0.7, "iter_001": pytest.approx(0.4)}
     # iteration 0's reward scored the initial adapter, so that is the one restored
     assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
     assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_002"))
@@ -129,3 +131,18 @@ def test_tools_served_by_a_tool_host(run_iterate, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (metrics,) = _metrics(tmp_path / "runs" / "host")
     assert metrics["rollout/samples"] == 6 and metrics["eval/pass_rate"] > 0
+
+
+def test_a_short_run_can_publish_its_last_adapter(run_iterate, tmp_path):
+    """One iteration: its rollouts score the initial adapter (0.2); one more rollout pass,
+    with no update, scores the trained one (0.5), which is then `best/`."""
+    proc = run_iterate("run_name=short", "iterations=1", "rewards=[tests.helpers.rising:reward]", "eval_questions=1",
+                       "eval_counterfactuals=0", "tracking.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "short"
+    best = json.loads((run_dir / "best" / "best.json").read_text())
+    assert (best["iteration"], best["adapter"]) == (0, "iter_000")
+    assert best["scores"] == {"initial": pytest.approx(0.2), "iter_000": pytest.approx(0.5)}
+    assert "final rollout pass" in best["why"]
+    assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_000"))
+    assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))

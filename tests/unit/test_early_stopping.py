@@ -29,13 +29,14 @@ def test_disabled_never_stops_but_still_tracks_best():
     assert s.best_policy == -1
 
 
-def test_state_round_trip():
+def test_state_round_trip_keeps_progress_and_takes_settings_from_the_new_config():
     s = EarlyStopper(patience=3)
     s.update(0.3, -1)
     s.update(0.1, 0)
-    t = EarlyStopper()
+    t = EarlyStopper(patience=5, min_delta=0.01, enabled=False)  # the resumed run's config
     t.load_state_dict(s.state_dict())
-    assert t == s
+    assert (t.best, t.best_policy, t.declines, t.scores) == (0.3, -1, 1, {-1: 0.3, 0: 0.1})
+    assert (t.patience, t.min_delta, t.enabled) == (5, 0.01, False)
 
 
 def test_a_nan_reward_neither_improves_nor_declines():

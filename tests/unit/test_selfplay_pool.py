@@ -220,12 +220,11 @@ def test_pool_in_checkpoint_survives_kill_and_resume(tmp_path):
                     os.kill(os.getpid(), signal.SIGKILL)  # killed in the middle of iteration 1
                 Path(path).mkdir(parents=True)
 
-        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
         pool = FewShotPool(capacity=8)
         pool.admit(PoolEntry("q0", "    return 'a'\\n", "a", 1.0, 0, "pot", "row-0"))
-        save_iteration(Path({str(run_dir)!r}), 0, Adapter(False), optimizer, {{}}, {{}}, pool=pool.to_json())
+        save_iteration(Path({str(run_dir)!r}), 0, Adapter(False), {{}}, {{}}, pool=pool.to_json())
         pool.admit(PoolEntry("q1", "    return 'b'\\n", "b", 1.0, 1, "pot", "row-1"))
-        save_iteration(Path({str(run_dir)!r}), 1, Adapter(True), optimizer, {{}}, {{}}, pool=pool.to_json())
+        save_iteration(Path({str(run_dir)!r}), 1, Adapter(True), {{}}, {{}}, pool=pool.to_json())
     """)
     assert proc.returncode == -9, proc.stderr
     from train.checkpoint import clean_partial, completed_iterations, load_iteration

@@ -228,3 +228,17 @@ def test_negative_weights_push_down():
     nll = completion_nll(model, batch)
     loss = weighted_loss(nll, batch["weights"], 2.0)
     assert float(loss) == pytest.approx(float((nll[0] - nll[1]) / 2), rel=1e-5)
+
+
+def test_a_non_finite_loss_skips_its_step_and_is_counted():
+    """An inf weight (or NaN logits) makes the step's loss non-finite: that step is
+    skipped whole, the others train, and the adapter stays finite."""
+    good = _examples(2, weights=[1.0, 0.5])
+    poisoned = _examples(1, seed=5, weights=[float("inf")])
+    clean, _ = _delta(good, batch_size=1, micro_batch_size=1)
+    delta, stats = _delta(good + poisoned, batch_size=1, micro_batch_size=1, normalizer=3.0)
+    assert stats["loss/skipped_steps"] == 1 and stats["loss/steps"] == 3
+    assert bool(torch.isfinite(delta).all()) and float(delta.abs().max()) > 0
+    skipped_all, stats = _delta(poisoned)
+    assert stats["loss/skipped_steps"] == 1 and float(skipped_all.abs().max()) == 0.0
+    assert stats["loss/tokens"] == 0 and clean.shape == delta.shape

@@ -1,0 +1,65 @@
+"""What each rank reports about its rollouts and evaluations, and the metrics built from
+the records of all ranks (gathered with `accelerate.utils.gather_object`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from train.rollout import status_rates
+
+
+@dataclass
+class RolloutRecord:
+    reward: float | None
+    weight: float
+    status: str
+    parts: dict = field(default_factory=dict)  # reward name -> its value
+    completion_tokens: int = 0
+    prompt_family: str = ""
+    accuracy: float | None = None  # against the label: logged, never trained on
+
+    @classmethod
+    def of(cls, ro) -> "RolloutRecord":
+        return cls(ro.reward, ro.weight, ro.result.status, dict(ro.parts), len(ro.completion_ids), ro.prompt_family,
+                   ro.accuracy)
+
+
+@dataclass
+class EvalRecord:
+    accuracy: float | None
+    status: str
+
+    @classmethod
+    def of(cls, ro) -> "EvalRecord":
+        return cls(ro.accuracy, ro.result.status)
+
+
+def mean_std(values) -> tuple[float, float]:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    return (float(arr.mean()), float(arr.std())) if arr.size else (float("nan"), float("nan"))
+
+
+def rollout_metrics(records: list[RolloutRecord], reward_names: list[str], families: list[str]) -> dict:
+    m = {}
+    m["reward/mean"], m["reward/std"] = mean_std(r.reward for r in records)
+    for name in reward_names:
+        m[f"rewards/{name}/mean"], m[f"rewards/{name}/std"] = mean_std(r.parts.get(name) for r in records)
+    m.update(status_rates([r.status for r in records], "rollout"))
+    m["rollout/samples"] = len(records)
+    m["rollout/weighted_samples"] = sum(r.weight > 0 for r in records)
+    m["rollout/completion_tokens"] = mean_std(r.completion_tokens for r in records)[0]
+    m["rollout/accuracy"] = mean_std(r.accuracy for r in records)[0]
+    for name in families:
+        fam = [r for r in records if r.prompt_family == name]
+        m[f"rollout/{name}/accuracy"] = mean_std(r.accuracy for r in fam)[0]
+        m[f"rollout/{name}/pass_rate"] = mean_std(float(r.status == "ok") for r in fam)[0]
+    return m
+
+
+def eval_metrics(records: list[EvalRecord], hits: dict[str, list[float]]) -> dict:
+    m = {"eval/accuracy": mean_std(r.accuracy for r in records)[0], "eval/questions": len(records)}
+    m.update(status_rates([r.status for r in records], "eval"))
+    m.update({f"eval/{k}/accuracy": mean_std(v)[0] for k, v in hits.items()})
+    return m
