@@ -9,8 +9,7 @@ served through a LoRARequest with a new id, so no cached KV of an older adapter 
 
 from __future__ import annotations
 
-from policies.generation import Sample, token_pieces, trim_to_program
-from train.config import GenerationConfig
+from policies.sampling import GenerationConfig, Sample, token_pieces, trim_to_program
 
 # vLLM matches stop strings literally: these end the common top-level lines that follow
 # a program early; the exact stop rule (`end_of_program`, bracket- and string-aware) is

@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 import yaml
 
 from policies import DEFAULT_MODEL
+from policies.sampling import GenerationConfig
 from rewards.combine import RewardSpec  # the one reward spec: configs, the env and RewardSet share it
 from rewards.unit_tests.scoring import THETA  # the one θ default (ViUniT's passing threshold)
 
@@ -70,16 +71,12 @@ class WeightingConfig:
     clip_negative: bool = True  # negative rewards train with weight 0
 
 
-@dataclass
-class GenerationConfig:
-    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a GPU and `pip install -e '.[vllm]'`
-    temperature: NonNegative[float] = 1.0  # sampling temperature of the rollouts (0: greedy)
-    top_p: Annotated[float, Range(gt=0, le=1)] = 0.9
-    max_new_tokens: AtLeast1[int] = 320
-    batch_size: AtLeast1[int] = 32  # prompts x programs generated together
-    prefix_cache: bool = True  # encode the prompt prefix shared by a batch once
-    eval_temperature: NonNegative[float] = 0.0  # held-out evaluation (0: greedy)
-    gpu_memory_utilization: Annotated[float, Range(gt=0, le=1)] = 0.3  # vllm: share of the GPU its engine takes beside the trainer
+# The one sampler config lives with the sampler (`policies` may not import `train`); its
+# fields' rules are stated here, where the rules live.
+GenerationConfig.__annotations__.update(
+    temperature=NonNegative[float], top_p=Annotated[float, Range(gt=0, le=1)], max_new_tokens=AtLeast1[int],
+    batch_size=AtLeast1[int], eval_temperature=NonNegative[float],
+    gpu_memory_utilization=Annotated[float, Range(gt=0, le=1)])
 
 
 @dataclass
