@@ -32,7 +32,7 @@ class EarlyStopper:
         if value is None or not math.isfinite(value):
             return False  # nothing was scored this iteration: neither better nor worse
         self.scores[policy] = value
-        if self.best is None or value > self.best:
+        if self.best is None or value >= self.best:  # a tie goes to the later (more trained) adapter
             self.best, self.best_policy, self.declines = value, policy, 0
             return False
         if value < self.best - self.min_delta:

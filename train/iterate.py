@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from here a SIGTERM just ends the process: all is saved
     if main_proc:
         best = stopper.best_policy
-        why = (f"highest {cfg.early_stopping.monitor} among the adapters scored "
+        why = (f"highest {cfg.early_stopping.monitor} among the adapters scored, the later one on a tie "
                + ("(the reward of iteration t's rollouts scores the adapter of t-1; the last adapter by a final "
                   "rollout pass)" if monitor_reward else "(evaluated after each update)"))
         ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {

@@ -46,3 +46,9 @@ def test_a_nan_reward_neither_improves_nor_declines():
     s.update(0.4, 0)
     assert not s.update(float("nan"), 1) and s.best == 0.4 and s.declines == 0
     assert s.update(0.1, 2) and s.best_policy == 0
+
+
+def test_a_tie_goes_to_the_later_adapter():
+    s = EarlyStopper(patience=2)
+    s.update(0.5, -1)
+    assert not s.update(0.5, 0) and s.best_policy == 0 and s.declines == 0
