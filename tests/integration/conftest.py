@@ -30,7 +30,7 @@ def _env():
 def run_iterate(tmp_path):
     """Run train/iterate.py as a user would, in a subprocess; returns CompletedProcess."""
 
-    def run(*overrides, launcher=("python",), timeout=900, config="configs/shapes_rwr_cpu.yaml"):
+    def run(*overrides, launcher=("python",), timeout=4000, config="configs/shapes_rwr_cpu.yaml"):
         if launcher == ("python",):
             cmd = [sys.executable, "train/iterate.py"]
         else:

@@ -56,7 +56,7 @@ def test_accelerate_launch_trains_lora_and_logs(run_iterate, tmp_path):
     ("model=/nonexistent/model", "is not a Hugging Face model folder"),
 ])
 def test_bad_config_fails_fast_with_one_line_and_no_run_folder(run_iterate, tmp_path, override, message):
-    proc = run_iterate("run_name=bad", override, timeout=120)
+    proc = run_iterate("run_name=bad", override, timeout=600)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
@@ -100,7 +100,7 @@ def test_resume_after_kill_logs_each_iteration_once(tmp_path):
     proc.wait()
     assert not (run_dir / "iterations" / "iter_001" / "state.json").exists()
 
-    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=4000)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stdout + again.stderr
     assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1, 2]
@@ -112,7 +112,7 @@ def test_existing_run_folder_needs_resume(run_iterate, tmp_path):
     done = tmp_path / "runs" / "taken" / "iterations" / "iter_000"
     done.mkdir(parents=True)
     (done / "state.json").write_text("{}")
-    proc = run_iterate("run_name=taken", timeout=120)
+    proc = run_iterate("run_name=taken", timeout=600)
     assert proc.returncode == 2 and "pass resume=true" in proc.stderr
 
 
