@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 
+from envs.data.heldout import Quota
 from envs.data.counterfactual import (counterfactual_items, counterfactual_scenes,
                                       logical_accuracy, logical_eval, logical_report)
 from envs.data.programs import reference_program
@@ -43,17 +44,24 @@ def features():
 
 
 def generate_rows(n: int, rng: random.Random, split: str = "train", overlap: bool = False,
-                  clutter: float = 0.0, families=None, size: int = 256, progress=None) -> dict:
-    """``n`` rows as batched columns (one fresh scene per question)."""
+                  clutter: float = 0.0, families=None, size: int = 256, progress=None,
+                  balanced: bool = False) -> dict:
+    """``n`` rows as batched columns (one fresh scene per question).
+
+    balanced: the families take turns and answers are capped per family
+    (`envs.data.heldout.Quota`), as held-out splits need.
+    """
+    quota = Quota(families or FAMILIES) if balanced else None
     cols: dict[str, list] = {k: [] for k in features()}
     for i in range(n):
         while True:
             scene = sample_scene(rng, overlap=overlap, clutter=clutter, size=size)
             try:
-                q = sample_question(rng, scene, families)
-                break
+                q = sample_question(rng, scene, [quota.family(i)] if quota else families)
             except ValueError:  # e.g. a spatial-only family on a one-object scene
                 continue
+            if quota is None or quota.take(q["family"], q["answer"]):
+                break
         cols["id"].append(f"shapes-{split}-{i:06d}")
         cols["image"].append({"bytes": png_bytes(render(scene, size)), "path": None})
         cols["question"].append(q["question"])
@@ -69,11 +77,13 @@ def generate_rows(n: int, rng: random.Random, split: str = "train", overlap: boo
 
 def build_dataset(train: int = 1000, validation: int = 200, test: int = 200, seed: int = 0,
                   overlap: bool = False, clutter: float = 0.0, progress: bool = True,
-                  families=None, size: int = 256):
+                  families=None, size: int = 256, balanced_eval: bool = True):
     """A ``datasets.DatasetDict`` (train/validation/test), a pure function of its arguments.
 
     Each split has its own random stream derived from ``seed``, so changing the size of
-    one split never changes the rows of another.
+    one split never changes the rows of another. With ``balanced_eval`` the validation
+    and test splits balance families and answers (see `envs.data.heldout`), so the best
+    constant answer stays near a quarter; the training split is drawn freely.
     """
     import datasets
     from tqdm.auto import tqdm
@@ -87,7 +97,8 @@ def build_dataset(train: int = 1000, validation: int = 200, test: int = 200, see
     try:
         for name in SPLITS:
             rng = random.Random(f"vprl-shapes:{seed}:{name}")
-            cols = generate_rows(counts[name], rng, name, overlap, clutter, families, size, bar)
+            cols = generate_rows(counts[name], rng, name, overlap, clutter, families, size, bar,
+                                 balanced=balanced_eval and name != "train")
             out[name] = datasets.Dataset.from_dict(cols, features=features())
     finally:
         bar.close()
