@@ -26,7 +26,7 @@ def execute(prompts, completions, image, executor=None):
     return executor.run(programs, list(image))
 
 
-@register("correctness")
+@register("correctness", reads=("answer", "answers"))
 def correctness(prompts, completions, image=None, answer=None, answers=None, metric="gqa_accuracy",
                 executor=None, **_):
     """The task metric of the program's answer on the question's image (Khan et al., ViUniT Eq. 9).
@@ -65,7 +65,7 @@ def answer_accuracy(prediction, answer: str | None, answers: list | None, metric
     return float(get_metric(metric)(prediction, target))
 
 
-@register("executes")
+@register("executes", reads=())
 def executes(prompts, completions, image=None, executor=None, **_):
     """1 when the program runs to an answer on the image, else 0 (seed 002's code pass)."""
     if image is None:
@@ -75,7 +75,7 @@ def executes(prompts, completions, image=None, executor=None, **_):
             for r in execute(prompts, completions, image, executor)]
 
 
-@register("format")
+@register("format", reads=())
 def format_reward(prompts, completions, **_):
     """1 when the completion yields a parsable `execute_command(image)` function."""
     out = []

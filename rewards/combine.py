@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from policies.programs import program_from
-from rewards.registry import get
+from rewards.registry import get, label_columns
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,10 @@ class RewardSet:
     @property
     def names(self) -> list[str]:
         return [s.name for s in self.specs]
+
+    def label_columns(self) -> dict[str, tuple[str, ...]]:
+        """{reward name: the label columns it reads}; all empty means a label-free set."""
+        return {s.name: label_columns(s.name, s.kwargs, fn) for s, fn in zip(self.specs, self.fns)}
 
     def score(self, prompts, completions, columns: dict, **context) -> tuple[list[float | None], dict[str, list]]:
         """Weighted totals and per-reward parts. `context` (e.g. executor=) joins the

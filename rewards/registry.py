@@ -10,6 +10,12 @@ is a `Reward` subclass, registered as the class: `get` returns a fresh instance,
 every RewardSet (and every TRL user) holds its own state and no caller overwrites
 another's. Its optional hooks are the `Reward` methods below; a plain function may
 carry none of them.
+
+Each reward also says which label columns it reads: the ground truth (`answer`,
+`answers`) or an oracle (`spec`, a shapes question's meaning). A plain function says
+so with `register(..., reads=)`, a `Reward` with `label_columns(kwargs)`; a run whose
+rewards read none of them is label-free, and `label_columns` answers that for a
+configured reward.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from typing import Callable
 
 RewardFn = Callable[..., list]
 _REGISTRY: dict[str, RewardFn | type | str] = {}
+# name -> the label columns read: a tuple, or fn(reward kwargs) -> tuple when it depends on options.
+_READS: dict[str, tuple | Callable[[dict], tuple]] = {}
+LABEL_COLUMNS = ("answer", "answers", "spec")  # ground truth, and the oracle meaning of a shapes question
 
 
 class Reward:
@@ -32,7 +41,9 @@ class Reward:
     - `metrics() -> dict`: counters, logged as `rewards/<name>/<key>` every iteration;
     - `table_rows() -> list[dict]`: rows of the batches scored since the last call (the
       batch the trainer just trained on), logged as a W&B table (PIL images become images);
-    - `uses_labels`: False for a label-free reward (it never reads answer/answers/spec).
+    - `uses_labels`: False for a label-free reward (it never reads answer/answers/spec);
+    - `label_columns(kwargs) -> tuple`: which of them it reads with these options (by
+      default all of them when `uses_labels`, else none).
     """
 
     name = "reward"       # what TRL logs it as (`__name__`)
@@ -53,15 +64,29 @@ class Reward:
     def table_rows(self) -> list[dict]:
         return []
 
+    def label_columns(self, kwargs: dict) -> tuple[str, ...]:
+        return LABEL_COLUMNS if self.uses_labels else ()
 
-def register(name: str, fn: RewardFn | type | str | None = None):
+
+def register(name: str, fn: RewardFn | type | str | None = None, *,
+             reads: tuple | Callable[[dict], tuple] | None = None):
     """Register `fn` (a callable, a `Reward` class, or "pkg.mod:fn") under `name`;
-    usable as a decorator."""
+    usable as a decorator.
+
+    reads: the label columns (`answer`, `answers`, `spec`) the reward reads, or a function
+    of the reward's config kwargs returning them. Left out, a `Reward` answers with its
+    `label_columns`, and a function's are read off its signature.
+    """
 
     def _add(f):
         if name in _REGISTRY and _REGISTRY[name] is not f:
             raise ValueError(f"reward {name!r} is already registered; pick another name")
+        if reads is not None and not callable(reads) and set(reads) - set(LABEL_COLUMNS):
+            raise ValueError(f"reads= names columns {sorted(set(reads) - set(LABEL_COLUMNS))}; "
+                             f"label columns are {', '.join(LABEL_COLUMNS)}")
         _REGISTRY[name] = f
+        if reads is not None:
+            _READS[name] = reads
         return f
 
     return _add if fn is None else _add(fn)
@@ -80,6 +105,32 @@ def _import_file(file: str):
     sys.modules.setdefault(path.stem, module)
     spec.loader.exec_module(module)
     return module
+
+
+def label_columns(name: str, kwargs: dict | None = None, fn=None) -> tuple[str, ...]:
+    """The label columns the reward `name`, configured with `kwargs`, reads: () when it
+    is label-free. `fn` is the reward already built from `name` (else `get` builds one).
+
+    Undeclared rewards are judged by their signature: the parameters named `answer`,
+    `answers` or `spec`, and all three for one that takes only `**columns` (it could
+    read anything), unless it carries `uses_labels = False`.
+    """
+    kwargs = dict(kwargs or {})
+    declared = _READS.get(name)
+    if declared is not None:
+        return tuple(declared(kwargs) if callable(declared) else declared)
+    fn = get(name) if fn is None else fn
+    if isinstance(fn, Reward):
+        return tuple(fn.label_columns(kwargs))
+    if getattr(fn, "uses_labels", None) is False:
+        return ()
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return LABEL_COLUMNS
+    named = tuple(c for c in LABEL_COLUMNS if c in params)
+    opaque = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return named if named or not opaque else LABEL_COLUMNS
 
 
 def _import_dotted(path: str) -> RewardFn:

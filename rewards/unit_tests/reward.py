@@ -1,4 +1,9 @@
-"""The `viunit` reward: R = 1 if S(p) >= θ else S(p) (ViUniT Eq. 10). Needs no labels."""
+"""The `viunit` reward: R = 1 if S(p) >= θ else S(p) (ViUniT Eq. 10).
+
+Label-free with LLM-written tests (`generator: llm`, the paper's setting). With
+`generator: scene` the tests are computed from the question's `spec` column, its
+ground-truth meaning: an oracle, and `label_columns` says so.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ class ViUnitReward(Reward):
     """
 
     name = "viunit"
-    uses_labels = False
+    uses_labels = False  # with the default LLM generator; see label_columns
 
     def __init__(self):
         super().__init__()
@@ -46,6 +51,10 @@ class ViUnitReward(Reward):
         if scoring.get("aggregator", "mean") not in TEST_SCORE_AGGREGATORS:
             raise ValueError(f"viunit: unknown aggregator {scoring['aggregator']!r}; "
                              f"choose one of {', '.join(TEST_SCORE_AGGREGATORS)}")
+
+    def label_columns(self, kwargs: dict) -> tuple[str, ...]:
+        """The scene generator computes its tests from `spec`: an oracle. The LLM's need nothing."""
+        return ("spec",) if kwargs.get("generator", "llm") == "scene" else ()
 
     def builder(self, suite_kwargs: dict, run_dir=None) -> SuiteBuilder:
         """One builder per (settings, run folder)."""
@@ -66,8 +75,12 @@ class ViUnitReward(Reward):
             from envs.execution import shared_executor
 
             executor = shared_executor()
-        builder = self.builder({k: v for k, v in kwargs.items() if k in SUITE_OPTIONS}, run_dir)
-        rows = [{"question": q, "spec": spec[i] if spec is not None else None} for i, q in enumerate(question)]
+        suite_kwargs = {k: v for k, v in kwargs.items() if k in SUITE_OPTIONS}
+        builder = self.builder(suite_kwargs, run_dir)
+        # Only the scene generator (an oracle) may see the question's meaning; the LLM
+        # generator's suites are not even keyed by it, so the reward stays label-free.
+        oracle = bool(self.label_columns(suite_kwargs))
+        rows = [{"question": q, "spec": spec[i] if spec is not None and oracle else None} for i, q in enumerate(question)]
         suites = builder.build(rows)
         programs = [program_from(p, c) for p, c in zip(prompts, completions)]
         results = run_on_suites(executor, programs, suites)
