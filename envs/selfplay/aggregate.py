@@ -15,6 +15,7 @@ the same metric and compares against the best single pool, as in the paper's Tab
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -116,23 +117,30 @@ def parse_choice(reply: str, options: Sequence[str]) -> int | None:
 
 
 def judge(question: str, answers: Sequence, ask_fn: Callable[[str], str],
-          key: Callable = answer_key, return_details: bool = False):
+          key: Callable = answer_key, return_details: bool = False, rng: random.Random | None = None):
     """The policy picks among the distinct candidate answers; majority when it gives no pick.
 
     ask_fn(prompt) -> reply text (e.g. greedy generation of a few tokens). With a single
-    distinct candidate no question is asked. return_details adds a dict with the prompt,
-    the reply and whether the pick came from the judge or the fallback.
+    distinct candidate no question is asked. The options are listed in a shuffled order
+    (seeded by the question, or by `rng`): small models favour a position, often "A",
+    and unshuffled that position would always hold the first family's answer, so the
+    "judge" would quietly be the best single pool. return_details adds a dict with the
+    prompt, the reply, the order shown and whether the pick came from the judge or the
+    fallback.
     """
     distinct, _ = _groups(answers, key)
     options = [answer for _, answer in distinct]
-    details = {"prompt": None, "reply": None, "source": "none" if not options else "unanimous"}
+    details = {"prompt": None, "reply": None, "order": None, "source": "none" if not options else "unanimous"}
     choice = options[0] if options else None
     if len(options) > 1:
-        prompt = judge_prompt(question, [str(o) for o in options])
+        order = list(range(len(options)))
+        (rng or random.Random(f"vprl-judge:{question}")).shuffle(order)
+        shown = [str(options[i]) for i in order]
+        prompt = judge_prompt(question, shown)
         reply = ask_fn(prompt)
-        index = parse_choice(reply, [str(o) for o in options])
-        details.update(prompt=prompt, reply=reply, source="judge" if index is not None else "fallback")
-        choice = options[index] if index is not None else majority(answers, key)
+        index = parse_choice(reply, shown)
+        details.update(prompt=prompt, reply=reply, order=order, source="judge" if index is not None else "fallback")
+        choice = options[order[index]] if index is not None else majority(answers, key)
     return (choice, details) if return_details else choice
 
 

@@ -23,18 +23,40 @@ def test_majority_ties_go_to_the_first_pool_and_none_never_wins():
     assert majority([]) is None
 
 
+def _letter_of(prompt: str, option: str) -> str:
+    return next(line[0] for line in prompt.splitlines() if line[1:3] == ". " and line[3:] == option)
+
+
 def test_judge_asks_a_multiple_choice_question_over_distinct_answers():
     prompts = []
 
     def ask(prompt):
         prompts.append(prompt)
-        return " B) blue, since the square is blue"
+        return f" {_letter_of(prompt, 'blue')}) blue, since the square is blue"
 
     assert judge("What color is the square?", ["red", "blue", "Red", None], ask) == "blue"
     (prompt,) = prompts
     assert "Question: What color is the square?" in prompt
-    assert "A. red\nB. blue\n" in prompt and "C." not in prompt
+    options = [line for line in prompt.splitlines() if line[1:3] == ". "]
+    assert sorted(o[3:] for o in options) == ["blue", "red"] and [o[0] for o in options] == ["A", "B"]
     assert prompt.rstrip().endswith("Answer:")
+
+
+def test_judge_shows_the_options_in_shuffled_order():
+    """A judge that always says "A" must not always pick the first pool's answer."""
+    picks = [judge(f"question {i}?", ["first", "second", "third"], lambda p: "A") for i in range(40)]
+    assert set(picks) == {"first", "second", "third"}
+    # The order is seeded by the question: the same question shows the same order.
+    again = [judge(f"question {i}?", ["first", "second", "third"], lambda p: "A") for i in range(40)]
+    assert again == picks
+    # Whatever the order, the option the judge names is the answer returned.
+    for i in range(20):
+        answer, details = judge(f"q{i}", ["cat", "dog", "eel"], lambda p: _letter_of(p, "eel"), return_details=True)
+        assert answer == "eel" and sorted(details["order"]) == [0, 1, 2]
+    import random
+    _, a = judge("q", ["x", "y", "z", "w"], lambda p: "A", return_details=True, rng=random.Random(1))
+    _, b = judge("q", ["x", "y", "z", "w"], lambda p: "A", return_details=True, rng=random.Random(2))
+    assert a["order"] != b["order"]
 
 
 def test_judge_skips_the_call_when_unanimous_and_falls_back_to_majority():
@@ -45,8 +67,8 @@ def test_judge_skips_the_call_when_unanimous_and_falls_back_to_majority():
     assert judge("q", [None, None], never) is None
     answer, details = judge("q", ["cat", "dog", "dog"], lambda p: "I am not sure.", return_details=True)
     assert answer == "dog" and details["source"] == "fallback"
-    answer, details = judge("q", ["cat", "dog", "dog"], lambda p: "A", return_details=True)
-    assert answer == "cat" and details["source"] == "judge" and details["reply"] == "A"
+    answer, details = judge("q", ["cat", "dog", "dog"], lambda p: _letter_of(p, "cat"), return_details=True)
+    assert answer == "cat" and details["source"] == "judge" and details["reply"] in "AB"
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -79,7 +101,7 @@ def test_oracle_picks_the_best_candidate_under_the_metric():
 def test_aggregate_dispatch():
     answers = ["red", "blue", "blue"]
     assert aggregate("majority", "q", answers) == "blue"
-    assert aggregate("judge", "q", answers, ask_fn=lambda p: "A") == "red"
+    assert aggregate("judge", "q", answers, ask_fn=lambda p: _letter_of(p, "red")) == "red"
     assert aggregate("oracle", "q", answers, gold="red") == "red"
     with pytest.raises(ValueError, match="ask_fn"):
         aggregate("judge", "q", answers)
