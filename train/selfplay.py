@@ -10,6 +10,7 @@ families' answers are combined by majority vote, an LLM judge, and the oracle bo
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from envs.prompts import get_family
 from rewards.combine import execute_and_score
@@ -20,8 +21,9 @@ MODES = ("rwr_only", "pool_only", "pool_and_rwr")
 
 
 class SelfPlay:
-    def __init__(self, cfg, default_family: str, metric: str):
+    def __init__(self, cfg, default_family: str, metric: str, run_dir=None, seed: int = 0):
         self.cfg = cfg
+        self.run_dir, self.seed = run_dir, seed  # unit-test suites' cache; counterfactual scenes' seed
         self.names = list(cfg.families) or [default_family]
         self.families = {name: get_family(name) for name in self.names}
         self.metric = metric
@@ -31,6 +33,8 @@ class SelfPlay:
 
             self.embed = default_embedder()
         self.pools = {name: self._empty(name) for name in self.names}
+        self.admission_counts = {name: Counter() for name in self.names}
+        self._unit_tests = None  # the viunit reward that `admission: unit_tests` asks
 
     def _empty(self, _family: str) -> FewShotPool:
         return FewShotPool(self.cfg.capacity, eviction=self.cfg.eviction, threshold=self.cfg.threshold,
@@ -84,25 +88,59 @@ class SelfPlay:
                 ro.refined = True
         return refine_stats(refined, prefix=f"refine/{name}/")
 
-    def admit(self, name: str, rows: list[dict], rollouts, iteration: int, gather=None) -> int:
-        """Programs whose task reward reaches the threshold join the family's pool.
+    def admit(self, name: str, rows: list[dict], rollouts, iteration: int, gather=None, executor=None) -> int:
+        """Programs whose task reward reaches the threshold, and that pass the stricter
+        `admission` check when one is configured, join the family's pool.
 
         `gather` (e.g. `accelerate.utils.gather_object`) collects the candidates of every
-        rank, in rank order, so all ranks admit the same list and hold one pool."""
+        rank, in rank order, so all ranks admit the same list and hold one pool; each rank
+        checks its own candidates first (`executor` runs them where the check needs it)."""
         if not self.uses_pool:
             return 0
+        scored = [(ro, ro.parts.get("correctness", ro.reward)) for ro in rollouts]
+        scored = [(ro, float(s)) for ro, s in scored if s is not None]
+        solved = [ro for ro, s in scored if s >= self.pools[name].threshold]
+        passed = self._admission_check(rows, solved, executor)
+        refused = {id(ro) for ro, ok in zip(solved, passed) if not ok}
+        counts = [(len(solved), len(refused))]
+        if gather is not None:
+            counts = gather(counts)
+        self.admission_counts[name]["checked"] += sum(c[0] for c in counts)
+        self.admission_counts[name]["refused"] += sum(c[1] for c in counts)
         candidates = []
-        for ro in rollouts:
-            score = ro.parts.get("correctness", ro.reward)
-            if score is None:
+        for ro, score in scored:
+            if id(ro) in refused:
                 continue
             row = rows[ro.row]
             candidates.append(PoolEntry(
-                question=row["question"], program=ro.program, answer=ro.result.answer, reward=float(score),
+                question=row["question"], program=ro.program, answer=ro.result.answer, reward=score,
                 step=iteration, family=name, source_id=row.get("id")))
         if gather is not None:
             candidates = gather(candidates)
         return sum(bool(self.pools[name].admit(entry)) for entry in candidates)
+
+    def _admission_check(self, rows, solved, executor) -> list[bool]:
+        from envs.selfplay.admission import counterfactual_pass, unit_tests_pass
+
+        mode, options = self.cfg.admission, dict(self.cfg.admission_options)
+        if mode == "correctness" or not solved:
+            return [True] * len(solved)
+        if mode == "unit_tests":
+            if self._unit_tests is None:  # its own viunit: suites and builders kept across iterations
+                from rewards.registry import get
+
+                self._unit_tests = get("viunit")
+            return unit_tests_pass([ro.program for ro in solved], [rows[ro.row] for ro in solved], options,
+                                   run_dir=self.run_dir, reward=self._unit_tests, executor=executor)
+        if executor is None:
+            raise ValueError("admission: counterfactual runs the programs: pass executor= to SelfPlay.admit")
+        return counterfactual_pass(solved, rows, executor, options, seed=self.seed)
+
+    def label_columns(self) -> tuple[str, ...]:
+        """The label columns the pools read (admission checks the label): () without a pool."""
+        from envs.selfplay.admission import label_columns
+
+        return label_columns(self.cfg.admission, self.cfg.admission_options) if self.uses_pool else ()
 
     def training_completion(self, ro, name: str, tokenizer) -> list[int] | None:
         """Completion ids that teach the original prompt the refined program (None: unusable)."""
@@ -115,6 +153,8 @@ class SelfPlay:
         out = {}
         for name, pool in self.pools.items():
             out.update(pool.metrics(prefix=f"pool/{name}/"))
+            if self.uses_pool and self.cfg.admission != "correctness":  # solved programs the stricter check refused
+                out.update({f"pool/{name}/admission/{k}": v for k, v in self.admission_counts[name].items()})
         return out
 
     def table_rows(self) -> list[dict]:

@@ -66,6 +66,12 @@ def validate(cfg: Config) -> None:
             except ValueError as e:
                 raise ConfigError(f"rewards[{spec.name}].kwargs: {e}") from None
     check_registered(cfg)  # prompt families, tool backends, metrics
+    from envs.selfplay.admission import check_options
+
+    try:
+        check_options(cfg.selfplay.admission, cfg.selfplay.admission_options)
+    except ValueError as e:
+        raise ConfigError(f"selfplay.admission_options: {e}") from None
     _check_deepspeed(cfg)
     _check_data(cfg)
     from envs.tools import BackendError, check_backend

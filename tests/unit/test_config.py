@@ -125,6 +125,7 @@ def test_allowed_values_match_what_the_consumers_accept():
     import typing
 
     from envs.selfplay import EVICTIONS, POOL_AGGREGATORS, SHOT_STRATEGIES
+    from envs.selfplay.admission import ADMISSIONS
     from policies.model import DTYPES
     from train.config import Config, SelfPlayConfig, field_types
     from train.selfplay import MODES
@@ -139,6 +140,7 @@ def test_allowed_values_match_what_the_consumers_accept():
     assert allowed(SelfPlayConfig, "strategy") == set(SHOT_STRATEGIES)
     assert allowed(SelfPlayConfig, "eviction") == set(EVICTIONS)
     assert allowed(SelfPlayConfig, "aggregate") == set(POOL_AGGREGATORS)
+    assert allowed(SelfPlayConfig, "admission") == set(ADMISSIONS)
     assert allowed(Config, "dtype") == set(DTYPES)
 
 
