@@ -91,27 +91,41 @@ def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfa
     return out
 
 
-def logical_metrics(rollouts, rows: list[dict], executor, m: int = 4, seed: int = 0) -> list[dict]:
-    """One logical report per rollout whose question has a `spec` and `scene` (shapes)."""
+def logical_metrics(rollouts, rows: list[dict], executor, m: int = 4, seed: int = 0,
+                    cache: dict | None = None) -> list[dict]:
+    """One logical report per rollout whose question has a `spec` and `scene` (shapes);
+    each names its rollout's `row` and its `index` in `rollouts`.
+
+    cache: a dict kept by the caller across calls, so each question's counterfactual
+    scenes (a function of the question, `m` and `seed` only) are drawn and rendered once.
+    """
     from envs.data.counterfactual import counterfactual_items, logical_report
+    from envs.data.render import png_bytes
     from envs.data.spec import coerce
 
-    jobs = []  # (rollout, spec, scene, items)
-    for ro in rollouts:
+    jobs = []  # (index, rollout, spec, scene, items)
+    for index, ro in enumerate(rollouts):
         row = rows[ro.row]
         if not row.get("spec") or not row.get("scene"):
             continue
         spec, scene = coerce(row["spec"], row["scene"])
-        items = counterfactual_items(spec, scene, m, random.Random(f"vprl-eval-cf:{seed}:{row.get('id')}"))
+        key = (row.get("id"), row["question"], m, seed)
+        items = cache.get(key) if cache is not None else None
+        if items is None:
+            items = counterfactual_items(spec, scene, m, random.Random(f"vprl-eval-cf:{seed}:{row.get('id')}"))
+            if cache is not None:  # kept as PNG: ~3 KB a scene instead of 192 KB of pixels
+                items = [{**it, "image": png_bytes(it["image"])} for it in items]
+                cache[key] = items
         if items:
-            jobs.append((ro, spec, scene, items))
-    programs = [ro.program for ro, _, _, items in jobs for _ in items]
-    images = [it["image"] for _, _, _, items in jobs for it in items]
+            jobs.append((index, ro, spec, scene, items))
+    programs = [ro.program for _, ro, _, _, items in jobs for _ in items]
+    images = [it["image"] for _, _, _, _, items in jobs for it in items]
     results = iter(executor.run(programs, images) if programs else [])
     reports = []
-    for ro, spec, scene, items in jobs:
+    for index, ro, spec, scene, items in jobs:
         answers = [next(results).answer for _ in items]
-        reports.append(logical_report(ro.result.answer, spec, scene, answers, [it["scene"] for it in items]))
+        reports.append({**logical_report(ro.result.answer, spec, scene, answers, [it["scene"] for it in items]),
+                        "row": ro.row, "index": index})
     return reports
 
 

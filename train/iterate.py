@@ -2,8 +2,9 @@
 
     accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml [key=value ...]
 
-Reads top to bottom: setup, then per iteration rollout → reward → weights → update →
-evaluate → log/checkpoint/stop, then the final scoring of the last adapter and `best/`.
+Reads top to bottom: setup, the starting policy's held-out evaluation (the curve's base
+point), then per iteration rollout → reward → weights → update → evaluate →
+log/checkpoint/stop, then the final scoring of the last adapter and `best/`.
 Each rank samples its own shard of the questions and executes its own programs; the
 update, the few-shot pools and the metrics are global.
 """
@@ -87,7 +88,8 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -
     if admit:
         for name in sp.names:
             family = [ro for ro in rollouts if ro.prompt_family == name]
-            metrics[f"pool/{name}/admitted_now"] = sp.admit(name, batch, family, iteration, gather=gather_object)
+            metrics[f"pool/{name}/admitted_now"] = sp.admit(name, batch, family, iteration, gather=gather_object,
+                                                             executor=loop.executor)
     # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
     # sees it, but it is how runs with different rewards are compared.
     for ro in rollouts:
@@ -114,40 +116,6 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
 
 
-def evaluate(loop: Loop, iteration: int) -> tuple[dict, list, list[dict]]:
-    """Held-out accuracy of the current adapter (greedy by default), per prompt family and
-    aggregated over families, with logical accuracy on counterfactual scenes; all ranks.
-    Also returns this rank's rollouts of the first family and their rows (the answers table)."""
-    from accelerate.utils import gather_object
-
-    from train.evaluate import family_hits, logical_metrics, result_score, summarize
-    from train.records import EvalRecord, eval_metrics
-    from train.rollout import collect
-    from train.selfplay import judge_reply
-
-    cfg, sp, gen = loop.cfg, loop.selfplay, loop.generator
-    world = loop.accelerator.num_processes
-    rows = [loop.eval_rows[i] for i in range(min(cfg.eval_questions, len(loop.eval_rows)))][loop.rank :: world]
-    gen.reseed(loop.seed("eval", iteration))
-    by_family = {}
-    for name in sp.names:
-        prompts, _ = sp.prompts(name, loop.tokenizer, rows, iteration, cfg.seed + 1)
-        by_family[name] = collect(rows, prompts, _Temperature(gen, cfg.generation.eval_temperature), 1, loop.executor,
-                                  progress=loop.accelerator.is_main_process, desc=f"evaluate {name}") if rows else []
-        for ro in by_family[name]:  # the task metric of each row, against its labels
-            ro.accuracy = result_score(ro.result, rows[ro.row], cfg.data.metric)
-    hits = family_hits(rows, {n: [r.result.answer for r in rs] for n, rs in by_family.items()}, cfg.data.metric,
-                       sp.cfg.aggregate, judge_fn=lambda prompt: judge_reply(gen, prompt))
-    gen.drain()
-    evals = by_family[sp.names[0]]
-    logical = logical_metrics(evals, rows, loop.executor, cfg.eval_counterfactuals, cfg.seed) \
-        if cfg.eval_counterfactuals else []
-    records = gather_object([EvalRecord.of(r) for r in evals])
-    metrics = eval_metrics(records, {k: gather_object(v) for k, v in hits.items()})
-    metrics.update(summarize(gather_object(logical), "eval"))
-    return metrics, evals, rows
-
-
 class NonFiniteLoss(RuntimeError):
     """Too many optimizer steps were skipped for a non-finite loss."""
 
@@ -168,16 +136,6 @@ def _stop(error: Exception, run_dir: Path, iteration: int | None, main: bool) ->
     print(f"error: {error}" + ("" if isinstance(error, NonFiniteLoss) else f"; {kept}; free space and continue "
                                                                             "with resume=true"), file=sys.stderr)
     return 1
-
-
-class _Temperature:
-    """A generator whose calls default to another temperature (evaluation's)."""
-
-    def __init__(self, generator, temperature: float):
-        self.generator, self.temperature = generator, temperature
-
-    def generate(self, prompts, n=1, **kw):
-        return self.generator.generate(prompts, n, **{"temperature": self.temperature, **kw})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     from train import checkpoint as ckpt
     from train.console_log import ConsoleLog
     from train.early_stopping import EarlyStopper
+    from train.heldout import HeldOut, point_name
     from train.records import RolloutRecord, rollout_metrics
     from train.report import report_at_end
     from train.selfplay import SelfPlay
@@ -253,8 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     executor = Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
                         backend=tools.spec)  # handed to every reward
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
-    selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric)  # few-shot pools, one per prompt family
+    selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric, run_dir=run_dir,
+                        seed=cfg.data.seed)  # few-shot pools, one per prompt family
+    # Which label columns train the policy (rewards, pool admission): none means label-free.
+    label_use = {**reward_set.label_columns(), **({"pool": selfplay.label_columns()} if selfplay.uses_pool else {})}
+    label_free = not any(label_use.values())
+    say("labels: " + ("none read (label-free run)" if label_free else
+                      "; ".join(f"{k} reads {', '.join(v)}" for k, v in label_use.items() if v)))
     loop = Loop(cfg, accelerator, tokenizer, generator, executor, reward_set, selfplay, train_rows, list(eval_rows))
+    # The held-out questions, the same for every seed (data.seed); each rank evaluates its shard.
+    eval_all = list(eval_rows)[: cfg.eval_questions]
+    held_out = HeldOut(cfg, eval_all[rank::world], eval_all, executor, selfplay, tokenizer,
+                       gather=gather_object, main_proc=main_proc)
     preemption = ckpt.Preemption().install()  # SIGTERM: stop, keeping the newest checkpoint whole
     try:
         with preemption.saving():
@@ -274,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     iteration = resumed.start
 
     try:
+        # ---------------------------------------------------- the starting policy: the curve's base point
+        base = held_out.base(generator, seed=loop.seed("eval", -1), fresh=resumed.start == 0) if eval_all else {}
+        if base:
+            say(f"starting policy: eval acc {base['eval/accuracy']:.3f}  logical "
+                f"{base.get('eval/logical_accuracy', float('nan')):.3f}  (best constant answer "
+                f"{base['eval/constant_answer_accuracy']:.3f}; {base['time/eval']:.0f}s)")
+
         for iteration in range(resumed.start, cfg.iterations):
             t_iter = time.time()
             say(f"\n=== iteration {iteration + 1}/{cfg.iterations} ===")
@@ -299,18 +275,22 @@ def main(argv: list[str] | None = None) -> int:
                 generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, weights, accelerator))
             t_update = time.time() - t0
 
-            # ---------------------------------------------------- evaluate
-            t0 = time.time()
-            eval_stats, evals, eval_batch = evaluate(loop, iteration)
-            t_eval = time.time() - t0
+            # ---------------------------------------------------- evaluate (held-out, greedy)
+            # A run that never updates (pool_only) still has its starting weights: cached programs.
+            eval_stats = held_out.evaluate(generator, iteration, point_name(iteration), loop.seed("eval", iteration),
+                                           starting_weights=not selfplay.updates)
 
             # ---------------------------------------------------- log
             metrics = {"iteration": iteration}
-            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r) for r in rollouts]),
+            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row]) for r in rollouts]),
                                            reward_set.names, selfplay.names))
             metrics.update(loss_stats)
             metrics["loss/skipped_steps_total"] = skipped_steps
             metrics.update(eval_stats)
+            for key in ("accuracy", "logical_accuracy"):  # the curve's base point on every line
+                if f"eval/{key}" in base:
+                    metrics[f"eval/base_{key}"] = base[f"eval/{key}"]
+            metrics["reward/label_free"] = float(label_free)
             metrics.update(selfplay_metrics)
             for name, fn in zip(reward_set.names, reward_set.fns):  # a reward's own counters (rank 0's)
                 if callable(getattr(fn, "metrics", None)):
@@ -322,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
             stopped = stopper.update(metrics.get(cfg.early_stopping.monitor), scored)
             metrics["early_stopping/declines"] = stopper.declines
             metrics["early_stopping/best_iteration"] = stopper.best_policy
-            metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/eval": t_eval,
-                            "time/iteration": time.time() - t_iter})
+            metrics.update({"time/rollout": t_rollout, "time/update": t_update, "time/iteration": time.time() - t_iter})
+            metrics["time/eval_share"] = metrics.get("time/eval", 0.0) / metrics["time/iteration"]
 
             # ---------------------------------------------------- checkpoint, stop
             state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped,
@@ -333,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                                     accelerator=accelerator, weights=weights)
             if main_proc:
                 table = rollout_table(rollouts[: cfg.tracking.table_rows], batch, iteration)
-                tables = {"pool/contents": selfplay.table_rows(), "eval/answers": rollout_table(evals, eval_batch, iteration)}
+                tables = {"pool/contents": selfplay.table_rows()}  # held-out answers: eval/<point>.jsonl
                 for name, fn in zip(reward_set.names, reward_set.fns):  # e.g. viunit's suites, with images
                     if callable(getattr(fn, "table_rows", None)):
                         tables[f"rewards/{name}/table"] = fn.table_rows()
@@ -389,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
             "monitor": cfg.early_stopping.monitor, "value": stopper.best, "why": why,
             "scores": {("initial" if k < 0 else f"iter_{k:03d}"): v for k, v in sorted(stopper.scores.items())},
             "stopped_early": stopped})
-        tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped})
+        tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped,
+                         "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
+                         **{f"base/{k}": v for k, v in base.items()}})
         tracker.finish()
         say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else f'iteration {best}'})")
         if cfg.tracking.report:

@@ -19,21 +19,36 @@ class RolloutRecord:
     completion_tokens: int = 0
     prompt_family: str = ""
     accuracy: float | None = None  # against the label: logged, never trained on
+    question_family: str | None = None  # the data's `family` column (counting, spatial, ...)
 
     @classmethod
-    def of(cls, ro) -> "RolloutRecord":
+    def of(cls, ro, row: dict | None = None) -> "RolloutRecord":
         return cls(ro.reward, ro.weight, ro.result.status, dict(ro.parts), len(ro.completion_ids), ro.prompt_family,
-                   ro.accuracy)
+                   ro.accuracy, (row or {}).get("family"))
 
 
 @dataclass
 class EvalRecord:
+    """One held-out question's answer: a line of `runs/<name>/eval/<point>.jsonl`."""
+
     accuracy: float | None
     status: str
+    id: object = None
+    family: str | None = None  # question family
+    question: str = ""
+    expected: object = None
+    answer: object = None
+    logical_accuracy: float | None = None  # on counterfactual scenes (shapes)
+    right_for_wrong_reasons: bool | None = None
+    program: str = ""
+    error: str | None = None
 
     @classmethod
-    def of(cls, ro) -> "EvalRecord":
-        return cls(ro.accuracy, ro.result.status)
+    def of(cls, ro, row: dict | None = None, logical: dict | None = None) -> "EvalRecord":
+        row, logical = row or {}, logical or {}
+        return cls(ro.accuracy, ro.result.status, row.get("id", ro.row), row.get("family"), row.get("question", ""),
+                   row.get("answer"), ro.result.answer, logical.get("logical_accuracy"),
+                   logical.get("right_for_wrong_reasons"), ro.program, ro.result.error)
 
 
 def mean_std(values) -> tuple[float, float]:
@@ -55,6 +70,11 @@ def rollout_metrics(records: list[RolloutRecord], reward_names: list[str], famil
         fam = [r for r in records if r.prompt_family == name]
         m[f"rollout/{name}/accuracy"] = mean_std(r.accuracy for r in fam)[0]
         m[f"rollout/{name}/pass_rate"] = mean_std(float(r.status == "ok") for r in fam)[0]
+    total = sum(r.weight for r in records)
+    for kind in sorted({r.question_family for r in records if r.question_family}):  # where the weight goes
+        rows = [r for r in records if r.question_family == kind]
+        m[f"rollout/by_question/{kind}/accuracy"] = mean_std(r.accuracy for r in rows)[0]
+        m[f"rollout/by_question/{kind}/weight_share"] = sum(r.weight for r in rows) / max(total, 1e-9)
     return m
 
 
@@ -62,4 +82,8 @@ def eval_metrics(records: list[EvalRecord], hits: dict[str, list[float]]) -> dic
     m = {"eval/accuracy": mean_std(r.accuracy for r in records)[0], "eval/questions": len(records)}
     m.update(status_rates([r.status for r in records], "eval"))
     m.update({f"eval/{k}/accuracy": mean_std(v)[0] for k, v in hits.items()})
+    kinds = sorted({r.family for r in records if r.family})
+    if len(kinds) > 1:  # per question family: where the policy gains or loses
+        m.update({f"eval/by_family/{k}/accuracy": mean_std(r.accuracy for r in records if r.family == k)[0]
+                  for k in kinds})
     return m
