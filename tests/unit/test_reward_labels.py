@@ -1,0 +1,60 @@
+"""Honest names: which label columns (answer, answers, spec) each configured reward reads."""
+
+import pytest
+
+import rewards
+from rewards.combine import RewardSet
+from train.config import RewardSpec, load_config
+
+
+def test_builtin_and_viunit_declarations():
+    assert rewards.label_columns("correctness") == ("answer", "answers")
+    assert rewards.label_columns("executes") == () and rewards.label_columns("format") == ()
+    assert rewards.label_columns("viunit", {"generator": "scene"}) == ("spec",)
+    assert rewards.label_columns("viunit", {"generator": "llm"}) == ()
+    assert rewards.label_columns("viunit") == ()  # llm is the default generator
+    assert rewards.label_columns("proptest") == ()
+    assert rewards.label_columns("proptest", {"mode": "gate", "reward": "correctness"}) == ("answer", "answers")
+
+
+def test_undeclared_rewards_are_read_off_their_signature():
+    rewards.register("test_labels_named", lambda prompts, completions, answer=None, **kw: [0.0])
+    rewards.register("test_labels_opaque", lambda prompts, completions, **columns: [0.0])
+    rewards.register("test_labels_none", lambda prompts, completions, question=None: [0.0])
+    assert rewards.label_columns("test_labels_named") == ("answer",)
+    assert rewards.label_columns("test_labels_opaque") == ("answer", "answers", "spec")  # could read anything
+    assert rewards.label_columns("test_labels_none") == ()
+    with pytest.raises(ValueError, match="label columns are"):
+        rewards.register("test_labels_bad", lambda p, c: [], reads=("question",))
+
+
+def test_configs_say_what_they_are():
+    """The label-free viunit config reads nothing; the oracle one says so in its name."""
+    free = load_config("configs/shapes_viunit_cpu.yaml")
+    oracle = load_config("configs/shapes_viunit_oracle_cpu.yaml")
+    assert not any(RewardSet(free.rewards).label_columns().values())
+    assert RewardSet(oracle.rewards).label_columns() == {"viunit": ("spec",)}
+    assert RewardSet([RewardSpec("correctness")]).label_columns() == {"correctness": ("answer", "answers")}
+
+
+def test_label_free_viunit_never_sees_the_spec(monkeypatch, tmp_path):
+    """With LLM tests the reward must not pass the question's spec on, not even as a cache key."""
+    from rewards.unit_tests import reward as viunit_module
+
+    seen = []
+
+    class Builder:
+        def build(self, rows):
+            seen.extend(rows)
+            return [[] for _ in rows]  # no suites: the reward answers None
+
+    monkeypatch.setattr(viunit_module, "builder_for", lambda kwargs, run_dir: Builder())
+    monkeypatch.setattr(viunit_module, "run_on_suites", lambda ex, programs, suites: [[] for _ in programs])
+    monkeypatch.setattr(viunit_module, "suite_score", lambda *a: 0.0)
+    out = viunit_module.viunit([""], ["    return 'yes'"], question=["Is there a cube?"], spec=['{"family": "x"}'],
+                               run_dir=tmp_path, generator="llm")
+    assert out == [None] and seen == [{"question": "Is there a cube?", "spec": None}]
+    seen.clear()
+    viunit_module.viunit([""], ["    return 'yes'"], question=["q"], spec=['{"family": "x"}'], run_dir=tmp_path,
+                         generator="scene")
+    assert seen[0]["spec"] == '{"family": "x"}'
