@@ -39,6 +39,14 @@ def test_accelerate_launch_trains_lora_and_logs(run_iterate, tmp_path):
                 "loss/mean", "eval/accuracy", "eval/error/compile", "time/iteration"):
         assert key in metrics[0], key
     assert metrics[0]["rollout/samples"] == 6 and metrics[0]["loss/steps"] >= 1
+    # The starting policy is the curve's first point: evaluated before any update, per question on disk.
+    base = json.loads((run_dir / "eval" / "base.json").read_text())
+    assert metrics[1]["eval/base_accuracy"] == base["eval/accuracy"]
+    for point in ("base", "iter_000", "iter_001"):
+        records = [json.loads(x) for x in (run_dir / "eval" / f"{point}.jsonl").read_text().splitlines()]
+        assert len(records) == 2 and {"id", "accuracy", "logical_accuracy", "answer"} <= set(records[0])
+    assert 0 <= metrics[0]["eval/constant_answer_accuracy"] <= 1 and 0 < metrics[0]["time/eval_share"] < 1
+    assert metrics[0]["reward/label_free"] == 0.0  # correctness reads the labels
     initial = _adapter(run_dir, "iterations/initial")
     first, second = _adapter(run_dir, "iterations/iter_000"), _adapter(run_dir, "iterations/iter_001")
     assert not _same(initial, first) and not _same(first, second), "LoRA parameters did not change"
@@ -104,6 +112,9 @@ def test_resume_after_kill_logs_each_iteration_once(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stdout + again.stderr
     assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1, 2]
+    # The base point was read back, not re-measured on the resumed adapter.
+    base = json.loads((run_dir / "eval" / "base.json").read_text())
+    assert all(m["eval/base_accuracy"] == base["eval/accuracy"] for m in _metrics(run_dir))
     assert all((run_dir / "iterations" / f"iter_{i:03d}" / "state.json").exists() for i in range(3))
     assert not list((run_dir / "iterations").glob("*.tmp"))
 

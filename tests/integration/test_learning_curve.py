@@ -1,0 +1,37 @@
+"""bench/learning_curve.py end to end: one arm, one seed, one tiny iteration, then the
+table, plot and JSON; a second call reuses the finished run."""
+
+import json
+import subprocess
+import sys
+
+from tests.integration.conftest import ROOT, TINY, _env
+
+SCRIPT = [sys.executable, "bench/learning_curve.py"]
+
+
+def test_learning_curve_runs_reads_and_reuses(tmp_path):
+    out = tmp_path / "curve"
+    cmd = SCRIPT + ["--arm", "fmt=configs/shapes_rwr_cpu.yaml rewards=[format]", "--iterations", "1", "--seeds", "0",
+                    "--out", str(out), "--replicates", "200", "--set", *TINY]
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads((out / "curve.json").read_text())["fmt"]
+    assert [row["point"] for row in result["curve"]] == ["base", "iter_000", "final"]
+    base = result["curve"][0]
+    mean, low, high = base["accuracy"]
+    assert low <= mean <= high and "accuracy_gain" in result["curve"][1] and result["questions"] == 2
+    assert result["info"]["label_free"] == 1.0  # the format reward reads no labels
+    assert (out / "curve.png").stat().st_size > 1000
+    assert "| base |" in (out / "curve.md").read_text()
+    # A finished run is reused, not trained again.
+    again = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "fmt-s0:" not in again.stdout
+
+
+def test_learning_curve_refuses_bad_usage_with_one_line(tmp_path):
+    for args, message in ((["configs/nope.yaml"], "does not exist"),
+                          (["--arm", "a=configs/shapes_rwr_cpu.yaml lr"], "key=value")):
+        proc = subprocess.run(SCRIPT + args + ["--iterations", "1", "--out", str(tmp_path)], cwd=ROOT, env=_env(),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr and "error:" in proc.stderr
