@@ -14,6 +14,8 @@ def test_builtin_and_viunit_declarations():
     assert rewards.label_columns("viunit", {"generator": "llm"}) == ()
     assert rewards.label_columns("viunit") == ()  # llm is the default generator
     assert rewards.label_columns("proptest") == ()
+    rewards.register("test_labels_stateful", type("Stateful", (rewards.Reward,), {"uses_labels": False}))
+    assert rewards.label_columns("test_labels_stateful") == ()
     assert rewards.label_columns("proptest", {"mode": "gate", "reward": "correctness"}) == ("answer", "answers")
 
 
@@ -48,13 +50,14 @@ def test_label_free_viunit_never_sees_the_spec(monkeypatch, tmp_path):
             seen.extend(rows)
             return [[] for _ in rows]  # no suites: the reward answers None
 
-    monkeypatch.setattr(viunit_module, "builder_for", lambda kwargs, run_dir: Builder())
+    reward = rewards.get("viunit")
+    monkeypatch.setattr(reward, "builder", lambda kwargs, run_dir=None: Builder())
     monkeypatch.setattr(viunit_module, "run_on_suites", lambda ex, programs, suites: [[] for _ in programs])
     monkeypatch.setattr(viunit_module, "suite_score", lambda *a: 0.0)
-    out = viunit_module.viunit([""], ["    return 'yes'"], question=["Is there a cube?"], spec=['{"family": "x"}'],
-                               run_dir=tmp_path, generator="llm")
+    out = reward([""], ["    return 'yes'"], question=["Is there a cube?"], spec=['{"family": "x"}'], run_dir=tmp_path,
+                 executor=object(), generator="llm")
     assert out == [None] and seen == [{"question": "Is there a cube?", "spec": None}]
     seen.clear()
-    viunit_module.viunit([""], ["    return 'yes'"], question=["q"], spec=['{"family": "x"}'], run_dir=tmp_path,
-                         generator="scene")
+    reward([""], ["    return 'yes'"], question=["q"], spec=['{"family": "x"}'], run_dir=tmp_path, executor=object(),
+           generator="scene")
     assert seen[0]["spec"] == '{"family": "x"}'
