@@ -120,7 +120,7 @@ class SelfPlay:
         return sum(bool(self.pools[name].admit(entry)) for entry in candidates)
 
     def _admission_check(self, rows, solved, executor) -> list[bool]:
-        from envs.selfplay.admission import counterfactual_pass, unit_tests_pass
+        from train.admission import counterfactual_pass, unit_tests_pass
 
         mode, options = self.cfg.admission, dict(self.cfg.admission_options)
         if mode == "correctness" or not solved:
@@ -138,7 +138,7 @@ class SelfPlay:
 
     def label_columns(self) -> tuple[str, ...]:
         """The label columns the pools read (admission checks the label): () without a pool."""
-        from envs.selfplay.admission import label_columns
+        from train.admission import label_columns
 
         return label_columns(self.cfg.admission, self.cfg.admission_options) if self.uses_pool else ()
 

@@ -66,7 +66,7 @@ def validate(cfg: Config) -> None:
             except ValueError as e:
                 raise ConfigError(f"rewards[{spec.name}].kwargs: {e}") from None
     check_registered(cfg)  # prompt families, tool backends, metrics
-    from envs.selfplay.admission import check_options
+    from train.admission import check_options
 
     try:
         check_options(cfg.selfplay.admission, cfg.selfplay.admission_options)

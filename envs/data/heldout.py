@@ -6,7 +6,7 @@ so an accuracy of 0.5 can be mostly the answer prior. Validation and test splits
 therefore built with a quota: the families take turns, and within a family no answer
 may fill more than half (yes/no) or a quarter (any other answer) of its questions.
 The best constant answer then scores at most about 0.28 on the default nine
-families, and `constant_baseline` reports it beside every accuracy.
+families; `train.heldout.constant_baseline` reports it beside every accuracy.
 """
 from __future__ import annotations
 
@@ -48,36 +48,3 @@ class Quota:
         self.refused = 0
         self.counts[family][answer] += 1
         return True
-
-
-def constant_baseline(rows, metric: str = "gqa_accuracy") -> tuple[str | None, float]:
-    """The single answer that scores best on ``rows`` under ``metric``, and its score.
-
-    Every distinct reference answer is tried as the constant prediction (an answer that
-    is never a reference scores no better under these metrics). ``rows`` need
-    ``answer`` (or ``answers``, for metrics that read the list).
-    """
-    from rewards.builtin import result_accuracy
-    from rewards.metrics import get_metric
-
-    get_metric(metric)  # unknown names fail here, with the list of known ones
-    rows = list(rows)
-    if not rows:
-        return None, float("nan")
-    candidates = Counter()
-    for r in rows:
-        candidates.update([r["answer"]] if r.get("answer") is not None else list(r.get("answers") or []))
-
-    class _Said:  # the shape of an execution result that answered `answer`
-        status = "ok"
-
-        def __init__(self, answer):
-            self.answer = answer
-
-    best, best_score = None, -1.0
-    for answer, _ in candidates.most_common():
-        said = _Said(answer)
-        score = sum(result_accuracy(said, r.get("answer"), r.get("answers"), metric) for r in rows) / len(rows)
-        if score > best_score:
-            best, best_score = answer, score
-    return best, best_score

@@ -125,7 +125,7 @@ def test_allowed_values_match_what_the_consumers_accept():
     import typing
 
     from envs.selfplay import EVICTIONS, POOL_AGGREGATORS, SHOT_STRATEGIES
-    from envs.selfplay.admission import ADMISSIONS
+    from train.admission import ADMISSIONS
     from policies.model import DTYPES
     from train.config import Config, SelfPlayConfig, field_types
     from train.selfplay import MODES

@@ -9,7 +9,7 @@ import pytest
 from envs.data.programs import reference_program
 from envs.data.shapes import build_dataset
 from envs.execution import Executor
-from envs.selfplay.admission import check_options, label_columns
+from train.admission import check_options, label_columns
 from train.config import SelfPlayConfig
 from train.selfplay import SelfPlay
 
