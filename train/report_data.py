@@ -72,28 +72,12 @@ class Run:
         return None
 
     def table(self, iteration: int, name: str) -> list[dict]:
-        path = self.path / "tables" / f"iter_{iteration:03d}" / f"{name}.jsonl"
-        if not path.is_file():
-            return []
-        rows = []
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill: the rest is still worth showing
-                continue
-        return rows
+        return _jsonl(self.path / "tables" / f"iter_{iteration:03d}" / f"{name}.jsonl")
 
     def answers(self, point: str) -> list[dict]:
-        """Held-out answers of a point (`base`, `iter_000`, ...) as {question_family, accuracy} rows:
-        the run's per-question records if it wrote them, else its held-out answers table."""
-        path = self.path / "eval" / f"{point}.jsonl"
-        if path.is_file():
-            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            return [{"question_family": r.get("family"), "accuracy": r.get("accuracy")} for r in rows]
-        if point.startswith("iter_"):
-            return [{"question_family": r.get("question_family"), "accuracy": r.get("accuracy")}
-                    for r in self.table(int(point[5:]), "eval/answers")]
-        return []
+        """Held-out answers of a point (`base`, `iter_000`, ...): the per-question records
+        train/heldout.py writes to `eval/<point>.jsonl` (question `family`, `accuracy`, ...)."""
+        return _jsonl(self.path / "eval" / f"{point}.jsonl")
 
     def table_names(self, iteration: int) -> list[str]:
         root = self.path / "tables" / f"iter_{iteration:03d}"
@@ -165,3 +149,15 @@ def stop_decision(run: Run) -> str:
     else:
         text = f"{done} of {planned} iteration(s) completed; the run has not finished"
     return f"{text}. Best adapter (best/adapter): {best_text}."
+
+
+def _jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by a kill: the rest is still worth showing
+            continue
+    return rows

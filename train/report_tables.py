@@ -79,7 +79,7 @@ def question_family_table(run: Run) -> str:
     for label, point in points:
         for row in run.answers(point):
             if isinstance(row.get("accuracy"), (int, float)):
-                family = str(row.get("question_family") or "(none)")
+                family = str(row.get("family") or "(none)")
                 by_family.setdefault(family, {}).setdefault(label, []).append(float(row["accuracy"]))
     if not by_family:
         return ""

@@ -6,10 +6,12 @@ whole command with its PNGs, in a real browser, is tests/integration/test_cli_re
 
 import json
 import re
+from dataclasses import asdict
 
 from PIL import Image
 
 from train.config import Config, TrackingConfig, save_config
+from train.records import EvalRecord
 from train.report import SECTIONS, main, render_html
 from train.report_data import load_run
 from train.tracking import Tracker, write_tables
@@ -31,8 +33,11 @@ def _run(root, name, rewards, stopped=False):
                      "error": None if k % 2 else f"Error: NameError: name 'foo{k}' is not defined",
                      "refined": False, "reward/correctness": float(k % 2), "reward": float(k % 2) * reward,
                      "weight": float(k % 2)} for k in range(6)]
-        answers = [{**r, "question_family": fam, "reward": None, "accuracy": float(i % 2)} for i, (r, fam) in
-                   enumerate(zip(rollouts, ["counting", "counting", "existence", "existence", "spatial", "spatial"]))]
+        # held-out answers as train/heldout.py writes them: one EvalRecord per question
+        answers = [EvalRecord(float(i % 2), "ok", id=i, family=fam, question=f"q{i}") for i, fam in
+                   enumerate(["counting", "counting", "existence", "existence", "spatial", "spatial"])]
+        (run_dir / "eval").mkdir(exist_ok=True)
+        (run_dir / "eval" / f"iter_{it:03d}.jsonl").write_text("".join(json.dumps(asdict(a)) + "\n" for a in answers))
         suite = [{"question": "Is there a circle?", "program_index": p, "test": t, "image": image,
                   "caption": f"a red circle {t}", "expected": "yes", "actual": "yes" if t else "no", "passed": bool(t),
                   "program_score": 0.5, "program": "def execute_command(image):\n    return 'yes'"}
@@ -45,7 +50,7 @@ def _run(root, name, rewards, stopped=False):
                    "eval/pass_rate": 0.9, "loss/mean": 1.5, "eval/family/viper_compact/accuracy": 0.4,
                    "time/rollout": 10.0, "time/update": 5.0, "time/eval": 3.0, "time/iteration": 19.0,
                    "early_stopping/declines": 0, "early_stopping/best_iteration": it - 1}
-        tracker.log(metrics, rollouts, tables={"eval/answers": answers, "pool/contents": pool,
+        tracker.log(metrics, rollouts, tables={"pool/contents": pool,
                                                "rewards/viunit/table": suite})
     (run_dir / "best").mkdir()
     (run_dir / "best" / "best.json").write_text(json.dumps({"iteration": 0, "reward": max(rewards),
@@ -84,7 +89,6 @@ def test_report_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
 def test_the_starting_policy_evaluation_is_the_curves_base_point(tmp_path):
     """A run that evaluated its starting policy (eval/base.json, eval/<point>.jsonl per question)."""
     run_dir = _run(tmp_path / "runs", "a", [0.2, 0.5, 0.4])
-    (run_dir / "eval").mkdir()
     (run_dir / "eval" / "base.json").write_text(json.dumps({"eval/accuracy": 0.25, "time/eval": 3.0}))
     (run_dir / "eval" / "base.jsonl").write_text(
         "".join(json.dumps({"family": f, "accuracy": a}) + "\n" for f, a in [("counting", 0.0), ("counting", 1.0)]))

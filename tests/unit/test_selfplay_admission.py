@@ -53,14 +53,14 @@ def _admitted(sp):
 
 def test_correctness_admits_every_solved_program(rows, executor, tmp_path):
     sp = _selfplay(tmp_path)
-    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor) == 4
+    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor=executor) == 4
     assert _admitted(sp) == [False, False, True, True]
     assert "pool/viper_compact/admission/refused" not in sp.metrics()
 
 
 def test_counterfactual_admission_refuses_right_for_the_wrong_reasons(rows, executor, tmp_path):
     sp = _selfplay(tmp_path, admission="counterfactual", admission_options={"m": 4})
-    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor) == 2
+    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor=executor) == 2
     assert _admitted(sp) == [False, False]  # only the reference programs
     m = sp.metrics()
     assert m["pool/viper_compact/admission/checked"] == 4 and m["pool/viper_compact/admission/refused"] == 2
@@ -70,7 +70,7 @@ def test_unit_tests_admission_refuses_right_for_the_wrong_reasons(rows, executor
     # `answer` coverage needs no sentence embedder; scene tests cover both answers.
     options = {"generator": "scene", "k": 4, "strategy": "answer", "layout_llm": False}
     sp = _selfplay(tmp_path, admission="unit_tests", admission_options=options)
-    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor) == 2
+    assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor=executor) == 2
     assert _admitted(sp) == [False, False]
     assert list((tmp_path / "unit_tests").glob("*/tests.jsonl"))  # suites cached in the run folder
 
