@@ -150,11 +150,12 @@ def table(results: dict) -> str:
                      f"labels: {'none (label-free)' if info.get('label_free') == 1.0 else 'read'}; "
                      f"best constant answer {100 * info['constant']:.1f}%" if info.get("constant") is not None else "")
         lines.append("")
-        lines.append("| point | accuracy % | logical accuracy % | accuracy gain (pts) | logical gain (pts) |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| point | seeds | accuracy % | logical accuracy % | accuracy gain (pts) | logical gain (pts) |")
+        lines.append("|---|---|---|---|---|---|")
         for row in res["curve"]:
-            lines.append(f"| {row['point']} | {fmt(row.get('accuracy'))} | {fmt(row.get('logical_accuracy'))} | "
-                         f"{fmt(row.get('accuracy_gain'))} | {fmt(row.get('logical_accuracy_gain'))} |")
+            lines.append(f"| {row['point']} | {row.get('seeds', '-')} | {fmt(row.get('accuracy'))} | "
+                         f"{fmt(row.get('logical_accuracy'))} | {fmt(row.get('accuracy_gain'))} | "
+                         f"{fmt(row.get('logical_accuracy_gain'))} |")
         t = res["timing"]
         if t:
             lines.append("")
@@ -164,7 +165,8 @@ def table(results: dict) -> str:
                          f"weighted samples per iteration.")
         lines.append("")
     lines.append("Mean over seeds and questions; [95% bootstrap interval resampling seeds and questions]. "
-                 "`base`: the starting policy; `final`: the adapter each run published.")
+                 "`base`: the starting policy; `final`: the adapter each run published; `seeds`: the runs a point "
+                 "is measured on (a run that has not finished counts only at the points it reached).")
     return "\n".join(lines) + "\n"
 
 

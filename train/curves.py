@@ -54,9 +54,10 @@ def bootstrap_mean(values, replicates: int = 2000, level: float = 0.95, seed: in
 
 
 def read_run(run_dir: str | Path) -> dict:
-    """One run's points {name: records} in curve order (base, iter_000, ...), and `final`:
-    the point of the adapter it published (`best/`), which early stopping may have kept
-    from an earlier iteration."""
+    """One run's points {name: records} in curve order (base, iter_000, ...), `final`: the
+    point of the adapter it published (`best/`), which early stopping may have kept from
+    an earlier iteration, and `finished`: whether it published one (a run still going, or
+    cut off, has not)."""
     run_dir = Path(run_dir)
     folder = run_dir / "eval"
     if not folder.is_dir():
@@ -67,16 +68,18 @@ def read_run(run_dir: str | Path) -> dict:
               for n in names}
     final = names[-1] if names else None
     meta = run_dir / "best" / "best.json"
-    if meta.exists():
+    finished = meta.exists()
+    if finished:
         best = json.loads(meta.read_text()).get("iteration")
         name = BASE if best is None or best < 0 else f"iter_{best:03d}"
         final = name if name in points else final
-    return {"points": points, "final": final}
+    return {"points": points, "final": final, "finished": finished}
 
 
 def matrix(runs: list[dict], point: str, metric: str) -> np.ndarray:
     """seeds x questions for one point (by question id). A run without that point (it
-    stopped early) contributes its published adapter's records: what it ended with."""
+    stopped early) contributes its published adapter's records: what it ended with.
+    Pass only runs that reached the point or finished (`reached`)."""
     rows = []
     for run in runs:
         name = point if point in run["points"] else run["final"]
@@ -87,22 +90,34 @@ def matrix(runs: list[dict], point: str, metric: str) -> np.ndarray:
     return np.array([[np.nan if r[i] is None else float(r[i]) for i in ids] for r in rows], dtype=float)
 
 
+def reached(runs: list[dict], point: str) -> list[dict]:
+    """The runs a point is measured on: those that evaluated it, and finished runs that
+    stopped before it (they count with their published adapter). A run that has not
+    finished (still going, or cut off) counts only where it got to."""
+    if point == "final":
+        return [r for r in runs if r["finished"]]
+    return [r for r in runs if point in r["points"] or r["finished"]]
+
+
 def curve(run_dirs: list[str | Path], replicates: int = 2000, seed: int = 0) -> list[dict]:
     """Per point (base, iter_000, ..., then `final`: each run's published adapter) and
     metric: (mean, low, high) over seeds and questions, and the gain over the base point
-    with its own paired interval (the same seeds and questions resampled for both)."""
+    with its own paired interval (the same seeds and questions resampled for both);
+    `seeds`: how many runs the point is measured on."""
     runs = [read_run(d) for d in run_dirs]
     names = list(max((r["points"] for r in runs), key=len)) + ["final"]
-    has_base = all(BASE in r["points"] for r in runs)
     out = []
     for point in names:
-        row = {"point": point}
+        on = reached(runs, point)
+        if not on:
+            continue
+        row = {"point": point, "seeds": len(on)}
         for metric in METRICS:
-            m = matrix(runs, point, metric)
+            m = matrix(on, point, metric)
             if m.size == 0 or np.isnan(m).all():
                 continue
             row[metric] = bootstrap_mean(m, replicates, seed=seed)
-            if point != BASE and has_base:
-                row[f"{metric}_gain"] = bootstrap_mean(m - matrix(runs, BASE, metric), replicates, seed=seed)
+            if point != BASE and all(BASE in r["points"] for r in on):
+                row[f"{metric}_gain"] = bootstrap_mean(m - matrix(on, BASE, metric), replicates, seed=seed)
         out.append(row)
     return out

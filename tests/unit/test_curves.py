@@ -103,3 +103,15 @@ def test_curve_reads_runs_pairs_gains_and_follows_the_published_adapter(tmp_path
     assert rows["final"]["logical_accuracy"][0] == pytest.approx(rows["final"]["accuracy"][0] / 2)
     with pytest.raises(FileNotFoundError, match="eval/"):
         read_run(tmp_path / "missing")
+
+
+def test_a_run_that_has_not_finished_counts_only_where_it_got_to(tmp_path):
+    base = [0, 0, 1, 0]
+    _write_run(tmp_path / "a", {"base": base, "iter_000": [1, 0, 1, 0], "iter_001": [1, 1, 1, 0]}, best=1)
+    _write_run(tmp_path / "b", {"base": base, "iter_000": [0, 0, 0, 0]})  # still running: no best/
+    assert read_run(tmp_path / "b")["finished"] is False
+    rows = {r["point"]: r for r in curve([tmp_path / "a", tmp_path / "b"], replicates=300)}
+    assert rows["iter_000"]["seeds"] == 2 and rows["iter_000"]["accuracy"][0] == pytest.approx(2 / 8)
+    # b did not reach iter_001 and published nothing: iter_001 and final are a's alone.
+    assert rows["iter_001"]["seeds"] == 1 and rows["iter_001"]["accuracy"][0] == pytest.approx(3 / 4)
+    assert rows["final"]["seeds"] == 1 and rows["final"]["accuracy_gain"][0] == pytest.approx(0.5)
