@@ -83,7 +83,7 @@ def test_early_stopping_restores_the_best_adapter(run_iterate, tmp_path):
     best = json.loads((run_dir / "best" / "best.json").read_text())
     assert (best["iteration"], best["adapter"], best["monitor"], best["value"], best["stopped_early"]) == \
         (-1, "initial", "reward/mean", 1.0, True)
-    assert best["scores"] == {"initial": 1.0, "iter_000": 0.7, "iter_001": pytest.approx(0.4)}
+    assert best["scores"] == pytest.approx({"initial": 1.0, "iter_000": 0.7, "iter_001": 0.4})
     # iteration 0's reward scored the initial adapter, so that is the one restored
     assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
     assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_002"))
