@@ -178,8 +178,32 @@ def program_from(prompt, completion) -> str:
         return script
     start = prompt.rfind("def execute_command")
     if start >= 0 and "# Query" not in prompt[start:] and "def execute_command" not in completion:
-        return extract_program(prompt[start:] + completion)
+        return extract_program(_join(prompt[start:], completion))
     return extract_program(completion)
+
+
+def _join(head: str, completion: str) -> str:
+    """`head + completion`, unless that cannot compile and a whole-line reading can.
+
+    A policy's completion continues the prompt's last line, but a hand-written action
+    (`env.step("    return 'yes'")`) is a line of its own, sometimes without its indent.
+    Only a join that compiles is preferred over the literal one; otherwise the literal
+    join stands, so the sandbox reports the policy's own syntax error.
+    """
+    literal = head + completion
+    if head.endswith("\n") or completion.startswith("\n") or _compiles(literal):
+        return literal
+    line = "\n" + completion
+    indented = "\n" + "\n".join("    " + t if t.strip() else t for t in completion.split("\n"))
+    return next((head + c for c in (line, indented) if _compiles(head + c)), literal)
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<program>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def program_body(program: str) -> str:

@@ -131,3 +131,17 @@ def test_pot_examples_run_as_plain_python(executor, scene_image):
     questions = [q for q, _ in get_family("pot").examples]
     assert run_examples(executor, scene_image, "pot", questions) == [
         ("ok", "2"), ("ok", "27.0"), ("ok", "yes")]
+
+
+def test_a_body_line_without_its_newline_or_indent_still_joins_the_prompt():
+    """A hand-written action is a line of its own: `env.step("    return 'yes'")` and
+    `"return 'yes'"` run as the body's next line; a policy's continuation of the prompt's
+    last line, and a real syntax error, are kept as written."""
+    head = "def execute_command(image):\n    image_patch = ImagePatch(image)"
+    expected = head + "\n    return 'yes'"
+    assert program_from(head, "    return 'yes'").rstrip() == expected
+    assert program_from(head, "return 'yes'").rstrip() == expected
+    assert program_from(head, "\n    return 'yes'").rstrip() == expected
+    continued = program_from(head + "\n    n = len(image_patch", ".find('cube'))\n    return str(n)")
+    assert "n = len(image_patch.find('cube'))" in continued
+    assert program_from(head, "    return 'yes' 'no' (").startswith(head + "    return")
