@@ -30,7 +30,10 @@ on_signal() {
 }
 trap on_signal USR1 TERM
 
-srun --kill-on-bad-exit=1 bash -c "accelerate launch --config_file $ACCEL_CONFIG \
+# The launcher ignores SIGTERM: accelerate's one-process launcher would otherwise die at
+# once and end the job step (its processes killed) while the rank is still saying why it
+# stopped; torchrun's agent installs its own handler, passes the signal on and waits.
+srun --kill-on-bad-exit=1 bash -c "trap '' TERM; accelerate launch --config_file $ACCEL_CONFIG \
     --num_machines $SLURM_NNODES --machine_rank \$SLURM_NODEID --main_process_ip $MASTER \
     --main_process_port $PORT --num_processes $((SLURM_NNODES * GPUS_PER_NODE)) \
     train/iterate.py --config $CONFIG $* resume=true" &

@@ -124,7 +124,10 @@ def _stop(error: Exception, run_dir: Path, iteration: int | None, main: bool) ->
     """End a run that cannot go on, with one line; every completed iteration stays resumable."""
     from train.checkpoint import PREEMPTED_STATUS, Preempted, completed_iterations
 
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Ignored, not default: torchrun's agent and the scheduler may both pass the same
+    # preemption on, and a second SIGTERM must not cut this line or the cleanup short
+    # (checkpoints are whole either way; a hung cleanup still ends with SIGKILL).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if not main:
         return PREEMPTED_STATUS if isinstance(error, Preempted) else 1
     done = completed_iterations(run_dir)
@@ -141,6 +144,10 @@ def _stop(error: Exception, run_dir: Path, iteration: int | None, main: bool) ->
 def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ config
     args = build_parser().parse_args(argv)
+    # launch/slurm.sh starts the launcher with SIGTERM ignored (so it outlives its ranks),
+    # and the ignore is inherited: until the checkpoint handler is installed, a SIGTERM
+    # should end this process as usual.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         cfg = load_config(args.config, args.overrides)
         if args.print_config:
@@ -340,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             stopper.update(value, last)
             say(f"final adapter (iteration {last}): reward {value:.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the cleanup; checkpoints are whole
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second copy of the preemption signal: see _stop
         tracker.finish()
         executor.close()
         tools.close()
