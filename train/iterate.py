@@ -116,6 +116,12 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
 
 
+def reward_counters(reward_set) -> dict:
+    """A reward's own running counters (rank 0's), e.g. viunit's suites built so far."""
+    return {f"rewards/{name}/{k}": v for name, fn in zip(reward_set.names, reward_set.fns)
+            if callable(getattr(fn, "metrics", None)) for k, v in fn.metrics().items()}
+
+
 class NonFiniteLoss(RuntimeError):
     """Too many optimizer steps were skipped for a non-finite loss."""
 
@@ -245,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         console.close()
         return status
     stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
+    final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
     tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
     monitor_reward = cfg.early_stopping.monitor == "reward/mean"
     iteration = resumed.start
@@ -299,9 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                     metrics[f"eval/base_{key}"] = base[f"eval/{key}"]
             metrics["reward/label_free"] = float(label_free)
             metrics.update(selfplay_metrics)
-            for name, fn in zip(reward_set.names, reward_set.fns):  # a reward's own counters (rank 0's)
-                if callable(getattr(fn, "metrics", None)):
-                    metrics.update({f"rewards/{name}/{k}": v for k, v in fn.metrics().items()})
+            metrics.update(reward_counters(reward_set))
             metrics.update(selfplay.metrics())
             # The reward scores the adapter that sampled these rollouts (the previous one);
             # an eval metric scores this iteration's.
@@ -345,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
             final, _ = rollout(loop, questions(loop, last + 1), last + 1, admit=False)
             value = rollout_metrics(gather_object([RolloutRecord.of(r) for r in final]), [], [])["reward/mean"]
             stopper.update(value, last)
+            # Its rewards may build suites too (viunit, proptest): their counters go with its score.
+            final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
             say(f"final adapter (iteration {last}): reward {value:.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second copy of the preemption signal: see _stop
@@ -375,9 +382,9 @@ def main(argv: list[str] | None = None) -> int:
             "iteration": best, "adapter": "initial" if best < 0 else f"iter_{best:03d}",
             "monitor": cfg.early_stopping.monitor, "value": stopper.best, "why": why,
             "scores": {("initial" if k < 0 else f"iter_{k:03d}"): v for k, v in sorted(stopper.scores.items())},
-            "stopped_early": stopped})
+            "stopped_early": stopped, **({"final_pass": final_pass} if final_pass else {})})
         tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped,
-                         "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
+                         **{f"final_pass/{k}": v for k, v in (final_pass or {}).items()}, "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
                          **{f"base/{k}": v for k, v in base.items()}})
         tracker.finish()
         say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else f'iteration {best}'})")

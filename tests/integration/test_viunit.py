@@ -13,8 +13,8 @@ from tests.integration.conftest import ROOT, _env
 
 
 def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
-    # The eval monitor: the reward monitor's final scoring pass builds suites for the next
-    # questions that no metrics line counts, and this test matches files to the count.
+    # The eval monitor keeps this run short (no final scoring pass, whose suites best.json
+    # counts: tests/integration/test_proptest.py), so the last metrics line counts them all.
     proc = run_iterate("run_name=vu", "iterations=1", "early_stopping.monitor=eval/accuracy",
                        config="configs/shapes_viunit_oracle_cpu.yaml",
                        launcher=("--config_file", "configs/accelerate/cpu.yaml"))
