@@ -116,12 +116,6 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
 
 
-def reward_counters(reward_set) -> dict:
-    """A reward's own running counters (rank 0's), e.g. viunit's suites built so far."""
-    return {f"rewards/{name}/{k}": v for name, fn in zip(reward_set.names, reward_set.fns)
-            if callable(getattr(fn, "metrics", None)) for k, v in fn.metrics().items()}
-
-
 class NonFiniteLoss(RuntimeError):
     """Too many optimizer steps were skipped for a non-finite loss."""
 
@@ -185,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.console_log import ConsoleLog
     from train.early_stopping import EarlyStopper
     from train.heldout import HeldOut, point_name
-    from train.records import RolloutRecord, rollout_metrics
+    from train.records import RolloutRecord, reward_counters, rollout_metrics
     from train.report import report_at_end
     from train.selfplay import SelfPlay
     from train.tracking import Tracker, rollout_table

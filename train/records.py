@@ -87,3 +87,9 @@ def eval_metrics(records: list[EvalRecord], hits: dict[str, list[float]]) -> dic
         m.update({f"eval/by_family/{k}/accuracy": mean_std(r.accuracy for r in records if r.family == k)[0]
                   for k in kinds})
     return m
+
+
+def reward_counters(reward_set) -> dict:
+    """A reward's own running counters (rank 0's), e.g. viunit's suites built so far."""
+    return {f"rewards/{name}/{k}": v for name, fn in zip(reward_set.names, reward_set.fns)
+            if callable(getattr(fn, "metrics", None)) for k, v in fn.metrics().items()}
