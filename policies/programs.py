@@ -201,7 +201,7 @@ def _join(head: str, completion: str) -> str:
 def _compiles(source: str) -> bool:
     try:
         compile(source, "<program>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # as the sandbox's check: absurd nesting
         return False
     return True
 

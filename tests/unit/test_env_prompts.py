@@ -145,3 +145,11 @@ def test_a_body_line_without_its_newline_or_indent_still_joins_the_prompt():
     continued = program_from(head + "\n    n = len(image_patch", ".find('cube'))\n    return str(n)")
     assert "n = len(image_patch.find('cube'))" in continued
     assert program_from(head, "    return 'yes' 'no' (").startswith(head + "    return")
+
+
+def test_joining_a_deeply_nested_completion_does_not_crash_the_caller():
+    """`compile` raises RecursionError (not SyntaxError) on ~3000 nested unary minuses; the
+    join treats that as "does not compile" and keeps the literal text for the sandbox."""
+    head = "def execute_command(image):\n    image_patch = ImagePatch(image)"
+    program = program_from(head, "return " + "-" * 3000 + "1")
+    assert program.startswith(head + "return ---")
