@@ -378,8 +378,9 @@ def main(argv: list[str] | None = None) -> int:
             "scores": {("initial" if k < 0 else f"iter_{k:03d}"): v for k, v in sorted(stopper.scores.items())},
             "stopped_early": stopped, **({"final_pass": final_pass} if final_pass else {})})
         tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped,
-                         **{f"final_pass/{k}": v for k, v in (final_pass or {}).items()}, "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
-                         **{f"base/{k}": v for k, v in base.items()}})
+                         "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
+                         **{f"base/{k}": v for k, v in base.items()},
+                         **{f"final_pass/{k}": v for k, v in (final_pass or {}).items()}})
         tracker.finish()
         say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else f'iteration {best}'})")
         if cfg.tracking.report:
