@@ -9,7 +9,12 @@ earlier one). Gains are paired differences from the base point, with their own i
 
     python bench/learning_curve.py configs/shapes_rwr_cpu.yaml --iterations 3 --seeds 0 1 2 --out curves/rwr
     python bench/learning_curve.py --arm "lr1e-3=configs/shapes_rwr_cpu.yaml optim.lr=1e-3" \\
-        --arm "lr2e-4=configs/shapes_rwr_cpu.yaml" --iterations 2 --seeds 0 --eval-questions 96 --out curves/lr
+        --arm "lr2e-4=configs/shapes_rwr_cpu.yaml" --iterations 2 --seeds 0 --eval-questions 96 --out curves/lr \\
+        --against lr2e-4
+
+With `--against LABEL` (an ablation), every other arm is also compared with that arm:
+the difference of its published adapters (`final`) and of its last iteration, paired by
+seed and question, with its own bootstrap interval.
 
 Runs go to OUT/runs/<arm>-s<seed>/ and their logs to OUT/logs/. A run that is already
 complete is reused, a partial one resumed, so an interrupted sweep continues where it
@@ -34,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from train.curves import BASE, METRICS, curve, read_run  # noqa: E402
+from train.curves import BASE, METRICS, curve, read_run, versus  # noqa: E402
 
 LABELS = {"accuracy": "held-out accuracy", "logical_accuracy": "logical accuracy (counterfactual scenes)"}
 
@@ -81,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wandb", action="store_true", help="keep W&B tracking (offline) on; default: disabled")
     p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--title", default=None, help="plot title")
+    p.add_argument("--against", default=None, metavar="LABEL",
+                   help="compare every other arm with this one, paired by seed and question (an ablation table)")
     return p
 
 
@@ -164,6 +171,20 @@ def table(results: dict) -> str:
                          f"{100 * info.get('eval_share', 0):.0f}%; {info.get('weighted_samples', 0):.1f} "
                          f"weighted samples per iteration.")
         lines.append("")
+    against = [(label, res["versus"]) for label, res in results.items() if res.get("versus")]
+    if against:
+        ref = against[0][1]["reference"]
+        lines.append(f"**Against {ref}** (difference in points, paired by seed and question; `final`: the "
+                     f"published adapters, `last`: the last iteration's)")
+        lines.append("")
+        lines.append("| arm | seeds | accuracy, final | logical, final | accuracy, last | logical, last |")
+        lines.append("|---|---|---|---|---|---|")
+        for label, v in against:
+            f, last = v.get("final", {}), v.get("last", {})
+            lines.append(f"| {label} | {f.get('seeds', last.get('seeds', 0))} | {fmt(f.get('accuracy'))} | "
+                         f"{fmt(f.get('logical_accuracy'))} | {fmt(last.get('accuracy'))} | "
+                         f"{fmt(last.get('logical_accuracy'))} |")
+        lines.append("")
     lines.append("Mean over seeds and questions; [95% bootstrap interval resampling seeds and questions]. "
                  "`base`: the starting policy; `final`: the adapter each run published; `seeds`: the runs a point "
                  "is measured on (a run that has not finished counts only at the points it reached).")
@@ -218,6 +239,8 @@ def main(argv=None) -> int:
             raise UsageError("--iterations must be >= 1 and --seeds non-empty")
         if args.eval_questions is not None and args.eval_questions < 1:
             raise UsageError("--eval-questions must be >= 1")
+        if args.against is not None and args.against not in labels:
+            raise UsageError(f"--against {args.against!r} is not one of the arms {labels}")
     except UsageError as e:
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
@@ -248,6 +271,17 @@ def main(argv=None) -> int:
         results[label] = {"config": config, "overrides": overrides + list(args.set),
                           "seeds": [int(d.name.rsplit("-s", 1)[1]) for d in present], "curve": points, "info": info,
                           "timing": timing, "questions": len(first.get(BASE) or next(iter(first.values())))}
+    if args.against is not None:
+        ref = results[args.against]
+        for label, res in results.items():
+            seeds = [s for s in res["seeds"] if s in ref["seeds"]]
+            if label == args.against or not seeds:
+                continue
+            mine = [args.out / "runs" / f"{label}-s{s}" for s in seeds]
+            theirs = [args.out / "runs" / f"{args.against}-s{s}" for s in seeds]
+            res["versus"] = {"reference": args.against,
+                             "final": versus(mine, theirs, "final", args.replicates),
+                             "last": versus(mine, theirs, f"iter_{args.iterations - 1:03d}", args.replicates)}
     (args.out / "curve.json").write_text(json.dumps(results, indent=1))
     text = table(results)
     (args.out / "curve.md").write_text(text)

@@ -76,18 +76,19 @@ def read_run(run_dir: str | Path) -> dict:
     return {"points": points, "final": final, "finished": finished}
 
 
-def matrix(runs: list[dict], point: str, metric: str) -> np.ndarray:
-    """seeds x questions for one point (by question id). A run without that point (it
-    stopped early) contributes its published adapter's records: what it ended with.
-    Pass only runs that reached the point or finished (`reached`)."""
+def matrix(runs: list[dict], point: str, metric: str, ids: list | None = None) -> np.ndarray:
+    """seeds x questions for one point (by question id, sorted; or in the order of `ids`).
+    A run without that point (it stopped early) contributes its published adapter's
+    records: what it ended with. Pass only runs that reached the point or finished (`reached`)."""
     rows = []
     for run in runs:
         name = point if point in run["points"] else run["final"]
         rows.append({r["id"]: r.get(metric) for r in run["points"][name]})
-    ids = sorted(set.intersection(*(set(r) for r in rows))) if rows else []
-    if rows and any(len(r) != len(ids) for r in rows):
+    common = sorted(set.intersection(*(set(r) for r in rows))) if rows else []
+    if rows and (any(len(r) != len(common) for r in rows) or (ids is not None and sorted(ids) != common)):
         raise ValueError(f"runs evaluated different held-out questions at {point}; compare runs of one data config")
-    return np.array([[np.nan if r[i] is None else float(r[i]) for i in ids] for r in rows], dtype=float)
+    return np.array([[np.nan if r[i] is None else float(r[i]) for i in (common if ids is None else ids)]
+                     for r in rows], dtype=float)
 
 
 def reached(runs: list[dict], point: str) -> list[dict]:
@@ -120,4 +121,25 @@ def curve(run_dirs: list[str | Path], replicates: int = 2000, seed: int = 0) -> 
             if point != BASE and all(BASE in r["points"] for r in on):
                 row[f"{metric}_gain"] = bootstrap_mean(m - matrix(on, BASE, metric), replicates, seed=seed)
         out.append(row)
+    return out
+
+
+def versus(run_dirs: list[str | Path], reference_dirs: list[str | Path], point: str = "final",
+           replicates: int = 2000, seed: int = 0) -> dict:
+    """One arm against a reference arm at one point: the difference per metric, paired by
+    seed (run_dirs[i] with reference_dirs[i]) and by question, with a bootstrap interval
+    that resamples the pairs and the questions together. Only pairs in which both runs
+    reached the point count (`seeds`); {} when none did. An ablation's verdict is this
+    interval, not the gap between two arms' separate intervals."""
+    pairs = [(read_run(a), read_run(b)) for a, b in zip(run_dirs, reference_dirs, strict=True)]
+    pairs = [(a, b) for a, b in pairs if reached([a], point) and reached([b], point)]
+    if not pairs:
+        return {}
+    out = {"point": point, "seeds": len(pairs)}
+    for metric in METRICS:
+        ref = [b for _, b in pairs]
+        ids = sorted({r["id"] for r in ref[0]["points"][point if point in ref[0]["points"] else ref[0]["final"]]})
+        diff = matrix([a for a, _ in pairs], point, metric, ids) - matrix(ref, point, metric, ids)
+        if not np.isnan(diff).all():
+            out[metric] = bootstrap_mean(diff, replicates, seed=seed)
     return out

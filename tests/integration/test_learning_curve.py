@@ -31,7 +31,8 @@ def test_learning_curve_runs_reads_and_reuses(tmp_path):
 
 def test_learning_curve_refuses_bad_usage_with_one_line(tmp_path):
     for args, message in ((["configs/nope.yaml"], "does not exist"),
-                          (["--arm", "a=configs/shapes_rwr_cpu.yaml lr"], "key=value")):
+                          (["--arm", "a=configs/shapes_rwr_cpu.yaml lr"], "key=value"),
+                          (["--arm", "a=configs/shapes_rwr_cpu.yaml", "--against", "b"], "not one of the arms")):
         proc = subprocess.run(SCRIPT + args + ["--iterations", "1", "--out", str(tmp_path)], cwd=ROOT, env=_env(),
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and "error:" in proc.stderr

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from train.curves import bootstrap_mean, curve, read_run
+from train.curves import bootstrap_mean, curve, read_run, versus
 
 
 def test_constant_values_give_a_degenerate_interval():
@@ -115,3 +115,31 @@ def test_a_run_that_has_not_finished_counts_only_where_it_got_to(tmp_path):
     # b did not reach iter_001 and published nothing: iter_001 and final are a's alone.
     assert rows["iter_001"]["seeds"] == 1 and rows["iter_001"]["accuracy"][0] == pytest.approx(3 / 4)
     assert rows["final"]["seeds"] == 1 and rows["final"]["accuracy_gain"][0] == pytest.approx(0.5)
+
+
+def test_versus_pairs_arms_by_seed_and_question_and_skips_unfinished_pairs(tmp_path):
+    base = [0, 0, 0, 0]
+    # Arm x beats the reference by one question on seed 0 and by two on seed 1.
+    _write_run(tmp_path / "x0", {"base": base, "iter_000": [1, 1, 0, 0]}, best=0)
+    _write_run(tmp_path / "r0", {"base": base, "iter_000": [1, 0, 0, 0]}, best=0)
+    _write_run(tmp_path / "x1", {"base": base, "iter_000": [1, 1, 1, 0]}, best=0)
+    _write_run(tmp_path / "r1", {"base": base, "iter_000": [0, 1, 0, 0]}, best=-1)  # published the base
+    v = versus([tmp_path / "x0", tmp_path / "x1"], [tmp_path / "r0", tmp_path / "r1"], "final", replicates=500)
+    assert v["seeds"] == 2 and v["point"] == "final"
+    # final of r1 is its base (all zeros): differences 1/4 (seed 0) and 3/4 (seed 1).
+    assert v["accuracy"][0] == pytest.approx(0.5)
+    assert 0 <= v["accuracy"][1] <= 0.5 <= v["accuracy"][2] <= 1  # no difference is negative
+    assert v["logical_accuracy"][0] == pytest.approx(0.25)
+    last = versus([tmp_path / "x0", tmp_path / "x1"], [tmp_path / "r0", tmp_path / "r1"], "iter_000", replicates=500)
+    assert last["accuracy"][0] == pytest.approx((1 / 4 + 2 / 4) / 2)
+    # A reference run that has not finished does not count at `final`.
+    _write_run(tmp_path / "r2", {"base": base, "iter_000": [0, 0, 0, 0]})
+    _write_run(tmp_path / "x2", {"base": base, "iter_000": [1, 1, 1, 1]}, best=0)
+    assert versus([tmp_path / "x2"], [tmp_path / "r2"], "final", replicates=100) == {}
+    # Arms evaluated on different questions are refused, not compared.
+    (tmp_path / "q").mkdir()
+    _write_run(tmp_path / "q" / "x", {"base": [0, 0], "iter_000": [1, 0]}, best=0)
+    (tmp_path / "q" / "x" / "eval" / "iter_000.jsonl").write_text(
+        "".join(json.dumps({"id": f"other{i}", "accuracy": 1, "logical_accuracy": 1}) + "\n" for i in range(4)))
+    with pytest.raises(ValueError, match="different held-out questions"):
+        versus([tmp_path / "q" / "x"], [tmp_path / "r0"], "iter_000", replicates=100)
