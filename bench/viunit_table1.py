@@ -5,7 +5,15 @@ For each seed: sample N programs per question once; then answer with a single pr
 (the first), the majority over N, and ViUniT selection over N with K tests from the
 `scene` generator and from the `llm` generator. All strategies see the same programs.
 
-    python bench/viunit_table1.py [--questions 64] [--programs 5] [--tests 5] [--seeds 0 1 2]
+    python bench/viunit_table1.py [--questions 256] [--programs 5] [--tests 5] [--seeds 0 1 2]
+
+The questions are the balanced held-out split the training configs evaluate on (the first
+`--questions` of it; families and answers balanced, see `envs.data.heldout`). Every
+accuracy is the mean over seeds and questions with a 95% bootstrap interval resampling
+both (`train.curves.bootstrap_mean`), printed beside the best constant answer; each
+selector's difference from the majority vote is paired per seed and question, so the
+comparison is decided by its interval, not by one or two questions. The `scene` generator
+computes its tests' answers from the question's `spec`: an oracle, named so in the table.
 
 LLM-test correctness: each LLM candidate's caption is laid out by the rule parser (the
 same layout the suite renders) and the question's spec answers it there; a test is
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -32,7 +41,9 @@ from envs.data.layout import parse_caption  # noqa: E402
 from policies import DEFAULT_MODEL  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
-from train.evaluate import evaluate_choices  # noqa: E402
+from train.curves import bootstrap_mean  # noqa: E402
+from train.evaluate import evaluate_choices, logical_metrics, result_score, summarize  # noqa: E402
+from train.heldout import constant_baseline  # noqa: E402
 from train.strategies import Scoring, choose  # noqa: E402
 
 
@@ -81,7 +92,7 @@ def oracle_check(rows, candidates) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--questions", type=int, default=64)
+    ap.add_argument("--questions", type=int, default=256)
     ap.add_argument("--programs", type=int, default=5)
     ap.add_argument("--tests", type=int, default=5)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -96,6 +107,8 @@ def main() -> None:
     rows = [rows[i] for i in range(len(rows))]
     executor = shared_executor()
     results: dict[str, list[dict]] = {}
+    per_question: dict[str, dict[str, list[list[float]]]] = {}  # setup -> metric -> seeds x questions
+    scenes: dict = {}  # counterfactual scenes, drawn once per question and seed for every setup
     oracle = []
     for seed in args.seeds:
         t0 = time.time()
@@ -117,10 +130,22 @@ def main() -> None:
                 print(f"seed {seed}: llm tests vs scene oracle {oracle[-1]}", flush=True)
             print(f"seed {seed}: {gen} suites in {time.time() - t1:.0f}s, "
                   f"{sum(len(s) for s in suites) / len(suites):.2f} tests/question", flush=True)
-            setups.append((f"ViUniT {args.programs} x {args.tests} ({gen} tests)", "viunit", suites))
+            label = "scene tests: oracle, reads spec" if gen == "scene" else "LLM tests, label-free"
+            setups.append((f"ViUniT {args.programs} x {args.tests} ({label})", "viunit", suites))
         for name, strategy, suites in setups:
             choices = choose(strategy, rows, programs, executor, suites, Scoring(), seed=seed)
-            m = evaluate_choices(choices, rows, executor, "gqa_accuracy", args.counterfactuals, seed)
+            m = evaluate_choices(choices, rows, executor, "gqa_accuracy", 0, seed)
+            by_row = {c.row: c for c in choices}
+            accuracy = [result_score(by_row[i].result, rows[i], "gqa_accuracy") for i in range(len(rows))]
+            logical = [float("nan")] * len(rows)
+            if args.counterfactuals:
+                reports = logical_metrics(choices, rows, executor, args.counterfactuals, seed, cache=scenes)
+                m.update({k.lstrip("/"): v for k, v in summarize(reports, prefix="").items()})
+                for rep in reports:
+                    logical[rep["row"]] = rep["logical_accuracy"]
+            table = per_question.setdefault(name, {"accuracy": [], "logical_accuracy": []})
+            table["accuracy"].append(accuracy)
+            table["logical_accuracy"].append(logical)
             results.setdefault(name, []).append(m)
             print(f"seed {seed}  {name:34s} acc {m['accuracy']:.3f}  err {m['error_rate']:.3f}  "
                   f"logical {m.get('logical_accuracy', float('nan')):.3f}  "
@@ -131,13 +156,46 @@ def main() -> None:
         right = [[gqa_accuracy(own[i * args.programs + j].answer, r["answer"]) == 1.0
                   if own[i * args.programs + j].status == "ok" else False for j in range(args.programs)]
                  for i, r in enumerate(rows)]
-        results.setdefault(f"any of {args.programs} right (oracle bound)", []).append(
-            {"accuracy": sum(any(x) for x in right) / len(rows)})
+        bound = f"any of {args.programs} right (oracle bound)"
+        results.setdefault(bound, []).append({"accuracy": sum(any(x) for x in right) / len(rows)})
+        table = per_question.setdefault(bound, {"accuracy": [], "logical_accuracy": []})
+        table["accuracy"].append([float(any(x)) for x in right])
+        table["logical_accuracy"].append([float("nan")] * len(rows))
         print(f"seed {seed}: some program right on {sum(any(x) for x in right)}/{len(rows)} questions; "
               f"all {args.programs} right on {sum(all(x) for x in right)}", flush=True)
         print(f"seed {seed}: programs in {t_gen:.0f}s, total {time.time() - t0:.0f}s", flush=True)
 
+    constant, constant_accuracy = constant_baseline(rows, "gqa_accuracy")
+    print(f"\n{len(rows)} balanced held-out questions x {len(args.seeds)} seed(s); mean [95% bootstrap "
+          f"interval over seeds and questions], in %; best constant answer ({constant!r}): "
+          f"{100 * constant_accuracy:.1f}%")
+    print("\n| setup | accuracy | logical accuracy | accuracy - majority (paired) | logical - majority |"
+          "\n|---|---|---|---|---|")
+    majority = per_question.get(f"majority of {args.programs}")
+    intervals = {}
+    for name, table in per_question.items():
+        cells, row = [], {}
+        measured = [k for k in ("accuracy", "logical_accuracy") if not all(math.isnan(v) for q in table[k] for v in q)]
+        for key in ("accuracy", "logical_accuracy"):
+            if key not in measured:
+                cells.append("-")
+                continue
+            row[key] = bootstrap_mean(table[key])
+            cells.append("{:.1f} [{:.1f}, {:.1f}]".format(*(100 * v for v in row[key])))
+        for key in ("accuracy", "logical_accuracy"):
+            if majority is None or table is majority or key not in measured:
+                cells.append("-")
+                continue
+            diff = [[a - b for a, b in zip(x, y)] for x, y in zip(table[key], majority[key])]
+            row[f"{key}_minus_majority"] = bootstrap_mean(diff)
+            cells.append("{:+.1f} [{:+.1f}, {:+.1f}]".format(*(100 * v for v in row[f"{key}_minus_majority"])))
+        intervals[name] = row
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"| best constant answer | {100 * constant_accuracy:.1f} | | | |")
+
     def ms(values):
+        if any(math.isnan(v) for v in values):  # a metric this setup does not have
+            return float("nan"), float("nan")
         return (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
 
     print("\n| setup | accuracy | error rate | logical accuracy | right for wrong reasons |\n|---|---|---|---|---|")
@@ -153,7 +211,9 @@ def main() -> None:
         print(f"\nLLM unit tests correct (of those laid out and answerable): {100 * c[0]:.1f} ± {100 * c[1]:.1f}%  "
               f"(laid out by the rules: {100 * p[0]:.1f}%; paper's human raters: 75%)")
     if args.out:
-        Path(args.out).write_text(json.dumps({"results": results, "oracle": oracle}, indent=2))
+        Path(args.out).write_text(json.dumps({"results": results, "oracle": oracle, "intervals": intervals,
+                                              "per_question": per_question, "constant_answer": constant,
+                                              "constant_accuracy": constant_accuracy}, indent=2))
 
 
 if __name__ == "__main__":
