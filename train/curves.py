@@ -76,19 +76,18 @@ def read_run(run_dir: str | Path) -> dict:
     return {"points": points, "final": final, "finished": finished}
 
 
-def matrix(runs: list[dict], point: str, metric: str, ids: list | None = None) -> np.ndarray:
-    """seeds x questions for one point (by question id, sorted; or in the order of `ids`).
-    A run without that point (it stopped early) contributes its published adapter's
-    records: what it ended with. Pass only runs that reached the point or finished (`reached`)."""
+def matrix(runs: list[dict], point: str, metric: str) -> np.ndarray:
+    """seeds x questions for one point (by question id). A run without that point (it
+    stopped early) contributes its published adapter's records: what it ended with.
+    Pass only runs that reached the point or finished (`reached`)."""
     rows = []
     for run in runs:
         name = point if point in run["points"] else run["final"]
         rows.append({r["id"]: r.get(metric) for r in run["points"][name]})
-    common = sorted(set.intersection(*(set(r) for r in rows))) if rows else []
-    if rows and (any(len(r) != len(common) for r in rows) or (ids is not None and sorted(ids) != common)):
+    ids = sorted(set.intersection(*(set(r) for r in rows))) if rows else []
+    if rows and any(len(r) != len(ids) for r in rows):
         raise ValueError(f"runs evaluated different held-out questions at {point}; compare runs of one data config")
-    return np.array([[np.nan if r[i] is None else float(r[i]) for i in (common if ids is None else ids)]
-                     for r in rows], dtype=float)
+    return np.array([[np.nan if r[i] is None else float(r[i]) for i in ids] for r in rows], dtype=float)
 
 
 def reached(runs: list[dict], point: str) -> list[dict]:
@@ -136,10 +135,12 @@ def versus(run_dirs: list[str | Path], reference_dirs: list[str | Path], point: 
     if not pairs:
         return {}
     out = {"point": point, "seeds": len(pairs)}
+    runs = [a for a, _ in pairs] + [b for _, b in pairs]
     for metric in METRICS:
-        ref = [b for _, b in pairs]
-        ids = sorted({r["id"] for r in ref[0]["points"][point if point in ref[0]["points"] else ref[0]["final"]]})
-        diff = matrix([a for a, _ in pairs], point, metric, ids) - matrix(ref, point, metric, ids)
+        # One matrix over both arms: the same question columns for each, and arms evaluated
+        # on different questions are refused by matrix's own check.
+        m = matrix(runs, point, metric)
+        diff = m[:len(pairs)] - m[len(pairs):]
         if not np.isnan(diff).all():
             out[metric] = bootstrap_mean(diff, replicates, seed=seed)
     return out
