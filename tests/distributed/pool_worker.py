@@ -44,6 +44,10 @@ def main(out_dir: str) -> None:
     resumed = SelfPlay(cfg, FAMILY, "gqa_accuracy")
     resumed.load_json(json.loads(Path(out_dir, "pool.json").read_text()))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"before": before, "after": resumed.to_json()}))
+    # A rank that exits while gloo still runs its threads aborts ("terminate called
+    # without an active exception"); train/iterate.py ends the same way.
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
 
 
 if __name__ == "__main__":

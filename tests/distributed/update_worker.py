@@ -57,6 +57,8 @@ def main(out_dir: str, mode: str = "spread") -> None:
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
         {"rank": rank, "world": world, "held": len(mine), "held_live": sum(e.weight != 0 for e in mine),
          "distributed": str(accelerator.distributed_type), **stats}))
+    accelerator.wait_for_everyone()
+    accelerator.end_training()  # a rank leaving with gloo's threads alive can abort at exit
 
 
 if __name__ == "__main__":
