@@ -69,6 +69,9 @@ class WeightingConfig:
     transform: Literal["identity", "threshold"] = "identity"  # threshold: ViUniT Eq. 10, 1 if S >= theta else S
     threshold: float = THETA  # theta of the threshold transform
     clip_negative: bool = True  # negative rewards train with weight 0
+    # Weight 0 for every program of a question whose programs all scored alike (all solved,
+    # or none): it teaches only what the policy already does (DAPO's filter, without resampling).
+    skip_settled: bool = False
 
 
 # The one sampler config lives with the sampler (`policies` may not import `train`); its

@@ -99,13 +99,14 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -
 
 def training_examples(loop: Loop, rollouts: list) -> list:
     """Rewards → Eq. 8 weights, and the completion each rollout teaches."""
-    from train.update import Example, reward_to_weight
+    from train.update import Example, reward_to_weight, skip_settled
 
-    cfg, eos = loop.cfg, loop.tokenizer.eos_token_id
-    examples = []
-    for ro in rollouts:
-        ro.weight = reward_to_weight(ro.reward, cfg.weighting.transform, cfg.weighting.threshold,
-                                     cfg.weighting.clip_negative)
+    cfg, eos, examples, w = loop.cfg, loop.tokenizer.eos_token_id, [], loop.cfg.weighting
+    weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
+    if w.skip_settled:  # a question's programs are all on this rank
+        weights = skip_settled([(ro.prompt_family, ro.row) for ro in rollouts], weights)
+    for ro, weight in zip(rollouts, weights):
+        ro.weight = weight
         # A program that ended on its own is taught to end there (EOS); a truncated one is not.
         target = ro.completion_ids + ([eos] if ro.finished else [])
         if ro.refined:  # teach the first prompt the corrected program

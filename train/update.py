@@ -30,6 +30,16 @@ def reward_to_weight(reward: float | None, transform: str = "identity", threshol
     return max(reward, 0.0) if clip_negative else reward
 
 
+def skip_settled(groups: list, weights: list[float]) -> list[float]:
+    """`weights` with 0 for every member of a group (one question's programs) whose weights
+    are all equal; a group of one is never settled."""
+    members: dict = {}
+    for g, w in zip(groups, weights):
+        members.setdefault(g, []).append(w)
+    settled = {g for g, ws in members.items() if len(ws) > 1 and len(set(ws)) == 1}
+    return [0.0 if g in settled else w for g, w in zip(groups, weights)]
+
+
 @dataclass
 class Example:
     prompt_ids: list[int]

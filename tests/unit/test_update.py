@@ -8,7 +8,8 @@ import torch
 
 from tests.helpers.tiny import tiny_lora_model
 from train.config import OptimConfig
-from train.update import Example, collate, completion_nll, lr_at, reward_to_weight, run_update, weighted_loss
+from train.update import (Example, collate, completion_nll, lr_at, reward_to_weight, run_update, skip_settled,
+                          weighted_loss)
 
 
 def _examples(n=5, seed=0, weights=None):
@@ -242,3 +243,11 @@ def test_a_non_finite_loss_skips_its_step_and_is_counted():
     skipped_all, stats = _delta(poisoned)
     assert stats["loss/skipped_steps"] == 1 and float(skipped_all.abs().max()) == 0.0
     assert stats["loss/tokens"] == 0 and clean.shape == delta.shape
+
+
+def test_skip_settled_zeroes_questions_whose_programs_all_scored_alike():
+    groups = [("f", 0)] * 3 + [("f", 1)] * 3 + [("f", 2)] * 2 + [("g", 0)] + [("f", 3)] * 2
+    weights = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.5, 1.0, 0.3, 0.3]
+    # question 0 all solved, question 1 none, question 2 mixed, ("g", 0) alone, question 3 alike but partial
+    assert skip_settled(groups, weights) == [0.0] * 6 + [1.0, 0.5, 1.0, 0.0, 0.0]
+    assert skip_settled([], []) == []
