@@ -42,7 +42,7 @@ from policies import DEFAULT_MODEL  # noqa: E402
 from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
 from train.curves import bootstrap_mean  # noqa: E402
-from train.evaluate import evaluate_choices, logical_metrics, result_score, summarize  # noqa: E402
+from train.evaluate import evaluate_choices  # noqa: E402
 from train.heldout import constant_baseline  # noqa: E402
 from train.strategies import Scoring, choose  # noqa: E402
 
@@ -134,18 +134,11 @@ def main() -> None:
             setups.append((f"ViUniT {args.programs} x {args.tests} ({label})", "viunit", suites))
         for name, strategy, suites in setups:
             choices = choose(strategy, rows, programs, executor, suites, Scoring(), seed=seed)
-            m = evaluate_choices(choices, rows, executor, "gqa_accuracy", 0, seed)
-            by_row = {c.row: c for c in choices}
-            accuracy = [result_score(by_row[i].result, rows[i], "gqa_accuracy") for i in range(len(rows))]
-            logical = [float("nan")] * len(rows)
-            if args.counterfactuals:
-                reports = logical_metrics(choices, rows, executor, args.counterfactuals, seed, cache=scenes)
-                m.update({k.lstrip("/"): v for k, v in summarize(reports, prefix="").items()})
-                for rep in reports:
-                    logical[rep["row"]] = rep["logical_accuracy"]
+            m = evaluate_choices(choices, rows, executor, "gqa_accuracy", args.counterfactuals, seed, cache=scenes,
+                                 per_question=True)
             table = per_question.setdefault(name, {"accuracy": [], "logical_accuracy": []})
-            table["accuracy"].append(accuracy)
-            table["logical_accuracy"].append(logical)
+            for key, values in m.pop("per_question").items():
+                table[key].append(values)
             results.setdefault(name, []).append(m)
             print(f"seed {seed}  {name:34s} acc {m['accuracy']:.3f}  err {m['error_rate']:.3f}  "
                   f"logical {m.get('logical_accuracy', float('nan')):.3f}  "

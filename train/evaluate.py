@@ -67,13 +67,18 @@ def family_hits(rows: list[dict], answers_by_family: dict[str, list], metric: st
 
 
 def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfactuals: int = 0,
-                     seed: int = 0) -> dict:
+                     seed: int = 0, cache: dict | None = None, per_question: bool = False) -> dict:
     """`vprl eval`'s metrics for one answer per question (`train.strategies.Choice`s):
     accuracy, error rate, refusal rate (the fallback answered), the mean unit-test or
     property-test score where a strategy computed one, the errors by kind (assertion,
-    runtime, compile), and logical metrics for shapes questions."""
+    runtime, compile), and logical metrics for shapes questions.
+
+    cache: `logical_metrics`'s scene cache. per_question: also return, under
+    "per_question", each row's accuracy and logical accuracy (NaN where it has none),
+    which paired bootstrap intervals need."""
     n = len(choices)
-    out = {"questions": n, "accuracy": mean([result_score(c.result, rows[c.row], metric) for c in choices]),
+    scores = [result_score(c.result, rows[c.row], metric) for c in choices]
+    out = {"questions": n, "accuracy": mean(scores),
            "error_rate": sum(c.result.status != "ok" for c in choices) / n if n else float("nan"),
            "refusal_rate": sum(c.refused for c in choices) / n if n else 0.0}
     scored = [c.score for c in choices if c.score is not None]
@@ -84,10 +89,18 @@ def evaluate_choices(choices, rows: list[dict], executor, metric: str, counterfa
 
     kinds = [c.failure if c.failure is not None or c.refused else failure_kind(c.result) for c in choices]
     out["errors"] = {k: kinds.count(k) for k in ("assertion", "runtime", "compile")}
+    reports = []
     if counterfactuals > 0 and rows and rows[0].get("spec"):
-        reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed)
+        reports = logical_metrics(choices, rows, executor, m=counterfactuals, seed=seed, cache=cache)
         for k, v in summarize(reports, prefix="").items():
             out[k.lstrip("/")] = v
+    if per_question:
+        accuracy, logical = [float("nan")] * len(rows), [float("nan")] * len(rows)
+        for c, score in zip(choices, scores):
+            accuracy[c.row] = score
+        for rep in reports:
+            logical[rep["row"]] = rep["logical_accuracy"]
+        out["per_question"] = {"accuracy": accuracy, "logical_accuracy": logical}
     return out
 
 

@@ -33,3 +33,26 @@ def test_rows_without_a_spec_are_skipped():
     rows = [{"question": "q", "image": None}]
     assert logical_metrics([SimpleNamespace(row=0, program="", result=None)], rows, executor=None) == []
     assert summarize([]) == {}
+
+
+def test_evaluate_choices_per_question_lines_up_with_rows_and_uses_the_scene_cache():
+    """The per-question values a paired bootstrap needs: by row, NaN where a row has no
+    answer; the scene cache is filled once and reused."""
+    from train.evaluate import evaluate_choices
+    from train.strategies import Choice
+
+    rows = [dict(r) for r in build_dataset(train=12, validation=0, test=0, seed=5, progress=False)["train"]]
+    yes_rows = [i for i, r in enumerate(rows) if r["answer"] == "yes"][:1]
+    no_rows = [i for i, r in enumerate(rows) if r["answer"] == "no"][:1]
+    always_yes = "def execute_command(image):\n    return 'yes'\n"
+    cache = {}
+    with Executor(workers=1) as ex:
+        choices = [Choice(i, always_yes, ex.run([always_yes], [rows[i]["image"]])[0]) for i in no_rows + yes_rows]
+        out = evaluate_choices(choices, rows, ex, "gqa_accuracy", 4, seed=0, cache=cache, per_question=True)
+        again = evaluate_choices(choices, rows, ex, "gqa_accuracy", 4, seed=0, cache=cache)
+    pq = out.pop("per_question")
+    assert "per_question" not in again and again == out and len(cache) == 2
+    chosen = set(no_rows + yes_rows)
+    assert [pq["accuracy"][i] for i in no_rows + yes_rows] == [0.0, 1.0]
+    assert all(pq["accuracy"][i] != pq["accuracy"][i] for i in range(len(rows)) if i not in chosen)  # NaN
+    assert pq["logical_accuracy"][yes_rows[0]] < 1.0 and out["accuracy"] == 0.5
