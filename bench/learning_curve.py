@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-questions", type=int, default=None,
                    help="held-out questions (sets eval_questions and, if smaller, data.validation_size); "
                         "default: each config's own. Screen with fewer, claim with the full set")
-    p.add_argument("--set", nargs="*", default=[], metavar="key=value", help="overrides for every arm")
+    p.add_argument("--set", nargs="*", default=[], metavar="key=value", help="overrides for every arm (an arm's own override of the same key wins)")
     p.add_argument("--no-run", action="store_true", help="only read existing runs and write the outputs")
     p.add_argument("--wandb", action="store_true", help="keep W&B tracking (offline) on; default: disabled")
     p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates (default 2000)")
@@ -104,7 +104,8 @@ def run_one(label, config, overrides, seed, args) -> dict:
     extra = list(args.set)
     if args.eval_questions is not None:
         extra += [f"eval_questions={args.eval_questions}"]
-    cmd = [sys.executable, str(ROOT / "train" / "iterate.py"), "--config", config, *overrides, *extra,
+    # An arm's own overrides come last, so they win over --set's for the same key.
+    cmd = [sys.executable, str(ROOT / "train" / "iterate.py"), "--config", config, *extra, *overrides,
            f"seed={seed}", f"iterations={args.iterations}", f"run_name={name}", f"output_dir={runs}"]
     if not args.wandb:
         cmd.append("tracking.mode=disabled")

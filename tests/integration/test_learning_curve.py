@@ -12,7 +12,9 @@ SCRIPT = [sys.executable, "bench/learning_curve.py"]
 
 def test_learning_curve_runs_reads_and_reuses(tmp_path):
     out = tmp_path / "curve"
-    cmd = SCRIPT + ["--arm", "fmt=configs/shapes_rwr_cpu.yaml rewards=[format]", "--iterations", "1", "--seeds", "0",
+    # TINY sets programs_per_question=2 for every arm; the arm's own 3 wins.
+    cmd = SCRIPT + ["--arm", "fmt=configs/shapes_rwr_cpu.yaml rewards=[format] programs_per_question=3",
+                    "--iterations", "1", "--seeds", "0",
                     "--out", str(out), "--replicates", "200", "--set", *TINY]
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -22,6 +24,7 @@ def test_learning_curve_runs_reads_and_reuses(tmp_path):
     mean, low, high = base["accuracy"]
     assert low <= mean <= high and "accuracy_gain" in result["curve"][1] and result["questions"] == 2
     assert result["info"]["label_free"] == 1.0  # the format reward reads no labels
+    assert "programs_per_question: 3" in (out / "runs" / "fmt-s0" / "config.yaml").read_text()
     assert (out / "curve.png").stat().st_size > 1000
     assert "| base |" in (out / "curve.md").read_text()
     # A finished run is reused, not trained again.
