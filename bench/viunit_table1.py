@@ -90,6 +90,64 @@ def oracle_check(rows, candidates) -> dict:
             "correct_of_all": right / total if total else float("nan")}
 
 
+def report(args, rows, seeds, results, per_question, oracle) -> None:
+    """The tables over the seeds done so far, and the JSON (written whole, so an
+    interrupted run keeps every finished seed and never a half-written file)."""
+    constant, constant_accuracy = constant_baseline(rows, "gqa_accuracy")
+    names = ", ".join(map(str, seeds))
+    print(f"\n{len(rows)} balanced held-out questions x {len(seeds)} seed(s) ({names}); mean [95% bootstrap "
+          f"interval over seeds and questions], in %; best constant answer ({constant!r}): "
+          f"{100 * constant_accuracy:.1f}%")
+    print("\n| setup | accuracy | logical accuracy | accuracy - majority (paired) | logical - majority |"
+          "\n|---|---|---|---|---|")
+    majority = per_question.get(f"majority of {args.programs}")
+    intervals = {}
+    for name, table in per_question.items():
+        cells, row = [], {}
+        measured = [k for k in ("accuracy", "logical_accuracy") if not all(math.isnan(v) for q in table[k] for v in q)]
+        for key in ("accuracy", "logical_accuracy"):
+            if key not in measured:
+                cells.append("-")
+                continue
+            row[key] = bootstrap_mean(table[key])
+            cells.append("{:.1f} [{:.1f}, {:.1f}]".format(*(100 * v for v in row[key])))
+        for key in ("accuracy", "logical_accuracy"):
+            if majority is None or table is majority or key not in measured:
+                cells.append("-")
+                continue
+            diff = [[a - b for a, b in zip(x, y)] for x, y in zip(table[key], majority[key])]
+            row[f"{key}_minus_majority"] = bootstrap_mean(diff)
+            cells.append("{:+.1f} [{:+.1f}, {:+.1f}]".format(*(100 * v for v in row[f"{key}_minus_majority"])))
+        intervals[name] = row
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"| best constant answer | {100 * constant_accuracy:.1f} | | | |")
+
+    def ms(values):
+        if any(math.isnan(v) for v in values):  # a metric this setup does not have
+            return float("nan"), float("nan")
+        return (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
+
+    print("\n| setup | accuracy | error rate | logical accuracy | right for wrong reasons |\n|---|---|---|---|---|")
+    for name, runs in results.items():
+        cells = []
+        for key in ("accuracy", "error_rate", "logical_accuracy", "right_for_wrong_reasons"):
+            m, s = ms([r.get(key, float("nan")) for r in runs])
+            cells.append(f"{100 * m:.1f} ± {100 * s:.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if oracle:
+        c = ms([o["correct_of_answerable"] for o in oracle])
+        p = ms([o["parsed"] / o["llm_tests"] for o in oracle])
+        print(f"\nLLM unit tests correct (of those laid out and answerable): {100 * c[0]:.1f} ± {100 * c[1]:.1f}%  "
+              f"(laid out by the rules: {100 * p[0]:.1f}%; paper's human raters: 75%)")
+    if args.out:
+        tmp = Path(f"{args.out}.tmp")
+        tmp.write_text(json.dumps({"seeds": seeds, "results": results, "oracle": oracle, "intervals": intervals,
+                                   "per_question": per_question, "constant_answer": constant,
+                                   "constant_accuracy": constant_accuracy}, indent=2))
+        tmp.replace(args.out)
+
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=256)
@@ -109,7 +167,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     per_question: dict[str, dict[str, list[list[float]]]] = {}  # setup -> metric -> seeds x questions
     scenes: dict = {}  # counterfactual scenes, drawn once per question and seed for every setup
-    oracle = []
+    oracle, done = [], []
     for seed in args.seeds:
         t0 = time.time()
         policy = ProgramSampler(DEFAULT_MODEL, None, "viper_compact", 128, seed)
@@ -157,56 +215,8 @@ def main() -> None:
         print(f"seed {seed}: some program right on {sum(any(x) for x in right)}/{len(rows)} questions; "
               f"all {args.programs} right on {sum(all(x) for x in right)}", flush=True)
         print(f"seed {seed}: programs in {t_gen:.0f}s, total {time.time() - t0:.0f}s", flush=True)
-
-    constant, constant_accuracy = constant_baseline(rows, "gqa_accuracy")
-    print(f"\n{len(rows)} balanced held-out questions x {len(args.seeds)} seed(s); mean [95% bootstrap "
-          f"interval over seeds and questions], in %; best constant answer ({constant!r}): "
-          f"{100 * constant_accuracy:.1f}%")
-    print("\n| setup | accuracy | logical accuracy | accuracy - majority (paired) | logical - majority |"
-          "\n|---|---|---|---|---|")
-    majority = per_question.get(f"majority of {args.programs}")
-    intervals = {}
-    for name, table in per_question.items():
-        cells, row = [], {}
-        measured = [k for k in ("accuracy", "logical_accuracy") if not all(math.isnan(v) for q in table[k] for v in q)]
-        for key in ("accuracy", "logical_accuracy"):
-            if key not in measured:
-                cells.append("-")
-                continue
-            row[key] = bootstrap_mean(table[key])
-            cells.append("{:.1f} [{:.1f}, {:.1f}]".format(*(100 * v for v in row[key])))
-        for key in ("accuracy", "logical_accuracy"):
-            if majority is None or table is majority or key not in measured:
-                cells.append("-")
-                continue
-            diff = [[a - b for a, b in zip(x, y)] for x, y in zip(table[key], majority[key])]
-            row[f"{key}_minus_majority"] = bootstrap_mean(diff)
-            cells.append("{:+.1f} [{:+.1f}, {:+.1f}]".format(*(100 * v for v in row[f"{key}_minus_majority"])))
-        intervals[name] = row
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"| best constant answer | {100 * constant_accuracy:.1f} | | | |")
-
-    def ms(values):
-        if any(math.isnan(v) for v in values):  # a metric this setup does not have
-            return float("nan"), float("nan")
-        return (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
-
-    print("\n| setup | accuracy | error rate | logical accuracy | right for wrong reasons |\n|---|---|---|---|---|")
-    for name, runs in results.items():
-        cells = []
-        for key in ("accuracy", "error_rate", "logical_accuracy", "right_for_wrong_reasons"):
-            m, s = ms([r.get(key, float("nan")) for r in runs])
-            cells.append(f"{100 * m:.1f} ± {100 * s:.1f}")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    if oracle:
-        c = ms([o["correct_of_answerable"] for o in oracle])
-        p = ms([o["parsed"] / o["llm_tests"] for o in oracle])
-        print(f"\nLLM unit tests correct (of those laid out and answerable): {100 * c[0]:.1f} ± {100 * c[1]:.1f}%  "
-              f"(laid out by the rules: {100 * p[0]:.1f}%; paper's human raters: 75%)")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"results": results, "oracle": oracle, "intervals": intervals,
-                                              "per_question": per_question, "constant_answer": constant,
-                                              "constant_accuracy": constant_accuracy}, indent=2))
+        done.append(seed)
+        report(args, rows, done, results, per_question, oracle)  # after every seed: a long run keeps what it has
 
 
 if __name__ == "__main__":
