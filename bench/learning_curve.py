@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-questions", type=int, default=None,
                    help="held-out questions (sets eval_questions and, if smaller, data.validation_size); "
                         "default: each config's own. Screen with fewer, claim with the full set")
-    p.add_argument("--set", nargs="*", default=[], metavar="key=value", help="overrides for every arm (an arm's own override of the same key wins)")
+    p.add_argument("--set", nargs="*", default=[], metavar="key=value",
+                   help="overrides for every arm (an arm's own override of the same key wins)")
     p.add_argument("--no-run", action="store_true", help="only read existing runs and write the outputs")
     p.add_argument("--wandb", action="store_true", help="keep W&B tracking (offline) on; default: disabled")
     p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates (default 2000)")

@@ -147,7 +147,6 @@ def report(args, rows, seeds, results, per_question, oracle) -> None:
         tmp.replace(args.out)
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=256)
