@@ -23,6 +23,7 @@ import json
 import math
 import shutil
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -273,3 +274,24 @@ def publish_best(run_dir: Path, source_adapter: Path, info: dict) -> Path:
     shutil.rmtree(best, ignore_errors=True)
     tmp.rename(best)
     return best
+
+
+def stop_run(error: Exception, run_dir: Path, iteration: int | None, main: bool) -> int:
+    """End a run that cannot go on, with one line; every completed iteration stays resumable."""
+    from train.update import NonFiniteLoss
+
+    # Ignored, not default: torchrun's agent and the scheduler may both pass the same
+    # preemption on, and a second SIGTERM must not cut this line or the cleanup short
+    # (checkpoints are whole either way; a hung cleanup still ends with SIGKILL).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if not main:
+        return PREEMPTED_STATUS if isinstance(error, Preempted) else 1
+    done = completed_iterations(run_dir)
+    kept = f"iterations 0-{done[-1]} are checkpointed" if done else "no iteration was checkpointed"
+    if isinstance(error, Preempted):
+        where = f" in iteration {iteration}" if iteration is not None else ""
+        print(f"preempted: SIGTERM{where}; {kept}; continue with resume=true", file=sys.stderr)
+        return PREEMPTED_STATUS
+    print(f"error: {error}" + ("" if isinstance(error, NonFiniteLoss) else f"; {kept}; free space and continue "
+                                                                            "with resume=true"), file=sys.stderr)
+    return 1

@@ -87,7 +87,8 @@ class EarlyStoppingConfig:
     enabled: bool = True
     patience: AtLeast1[int] = 2  # declines of the training reward in a row that stop the run
     min_delta: NonNegative[float] = 0.0  # a drop smaller than this is not a decline
-    monitor: Literal["reward/mean", "eval/accuracy", "eval/logical_accuracy"] = "reward/mean"  # the score that declines (the paper: training reward) and picks best/
+    monitor: Literal["reward/mean", "probe/reward", "eval/accuracy", "eval/logical_accuracy"] = "reward/mean"  # the score that declines (the paper: training reward) and picks best/
+    probe_questions: AtLeast1[int] = 32  # monitor probe/reward: fixed training questions that score every adapter alike
 
 
 @dataclass

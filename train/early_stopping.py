@@ -4,8 +4,12 @@ which adapter scored best.
 The paper stops on declining training reward (`early_stopping.monitor: reward/mean`).
 The reward measured at iteration t scores rollouts sampled *before* update t, i.e. the
 adapter of iteration t-1 ("initial" for t = 0); the trainer scores the last adapter with
-one more rollout pass so that it too can be chosen. An eval monitor (`eval/accuracy`)
-scores the adapter of the same iteration.
+one more rollout pass so that it too can be chosen. Each iteration draws new questions,
+so that reward also moves with how hard the batch was. `probe/reward` removes that: after
+each update (and once before the first) the trainer rolls out a fixed batch of
+`early_stopping.probe_questions` training questions with the same sampling seed, under the
+run's own rewards (label-free when they are). An eval monitor (`eval/accuracy`) scores the
+adapter of the same iteration on held-out labels: selection on the reported set.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-MONITORS = ("reward/mean", "eval/accuracy", "eval/logical_accuracy")
+MONITORS = ("reward/mean", "probe/reward", "eval/accuracy", "eval/logical_accuracy")
 
 
 @dataclass

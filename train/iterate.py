@@ -56,15 +56,17 @@ class Loop:
         return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
 
 
-def questions(loop: Loop, iteration: int) -> list[dict]:
+def questions(loop: Loop, iteration: int | str, count: int | None = None) -> list[dict]:
     """This rank's shard of the iteration's questions (the same draw on any world size)."""
     cfg, world = loop.cfg, loop.accelerator.num_processes
     order = list(range(len(loop.train_rows)))
-    picks = random.Random(f"{cfg.seed}:{iteration}").sample(order, min(cfg.questions_per_iteration, len(order)))
+    count = min(count or cfg.questions_per_iteration, len(order))
+    picks = random.Random(f"{cfg.seed}:{iteration}").sample(order, count)
     return [loop.train_rows[i] for i in picks[loop.rank :: world]]
 
 
-def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -> tuple[list, dict]:
+def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
+            purpose: str = "rollout") -> tuple[list, dict]:
     """Sample, execute and reward programs for `batch` in every prompt family; refine
     errors and grow the few-shot pools (over all ranks) as self-play asks."""
     from accelerate.utils import gather_object
@@ -73,7 +75,8 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -
     from train.rollout import collect
 
     cfg, sp = loop.cfg, loop.selfplay
-    loop.generator.reseed(loop.seed("rollout", iteration))
+    # A probe samples with one seed for every adapter: alike adapters draw alike programs.
+    loop.generator.reseed(loop.seed(purpose, iteration if purpose == "rollout" else 0))
     rollouts, metrics = [], {}
     for name in sp.names:  # one prompt family (and few-shot pool) after another
         prompts, shots = sp.prompts(name, loop.tokenizer, batch, iteration, cfg.seed)
@@ -97,6 +100,18 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True) -
     return rollouts, metrics
 
 
+def probe(loop: Loop, iteration: int) -> float:
+    """The mean reward of the current adapter on the fixed probe questions, with the
+    prompts (shots) that iteration `iteration` will use; no pool admission, no update."""
+    from accelerate.utils import gather_object
+
+    from train.records import RolloutRecord, rollout_metrics
+
+    batch = questions(loop, "probe", loop.cfg.early_stopping.probe_questions)
+    done, _ = rollout(loop, batch, iteration, admit=False, purpose="probe")
+    return rollout_metrics(gather_object([RolloutRecord.of(r) for r in done]), [], [])["reward/mean"]
+
+
 def training_examples(loop: Loop, rollouts: list) -> list:
     """Rewards → Eq. 8 weights, and the completion each rollout teaches."""
     from train.update import Example, reward_to_weight, skip_settled
@@ -115,31 +130,6 @@ def training_examples(loop: Loop, rollouts: list) -> list:
             ro.weight = ro.weight if corrected else 0.0
         examples.append(Example(ro.prompt_ids, target, ro.weight))
     return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
-
-
-class NonFiniteLoss(RuntimeError):
-    """Too many optimizer steps were skipped for a non-finite loss."""
-
-
-def _stop(error: Exception, run_dir: Path, iteration: int | None, main: bool) -> int:
-    """End a run that cannot go on, with one line; every completed iteration stays resumable."""
-    from train.checkpoint import PREEMPTED_STATUS, Preempted, completed_iterations
-
-    # Ignored, not default: torchrun's agent and the scheduler may both pass the same
-    # preemption on, and a second SIGTERM must not cut this line or the cleanup short
-    # (checkpoints are whole either way; a hung cleanup still ends with SIGKILL).
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if not main:
-        return PREEMPTED_STATUS if isinstance(error, Preempted) else 1
-    done = completed_iterations(run_dir)
-    kept = f"iterations 0-{done[-1]} are checkpointed" if done else "no iteration was checkpointed"
-    if isinstance(error, Preempted):
-        where = f" in iteration {iteration}" if iteration is not None else ""
-        print(f"preempted: SIGTERM{where}; {kept}; continue with resume=true", file=sys.stderr)
-        return PREEMPTED_STATUS
-    print(f"error: {error}" + ("" if isinstance(error, NonFiniteLoss) else f"; {kept}; free space and continue "
-                                                                            "with resume=true"), file=sys.stderr)
-    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.report import report_at_end
     from train.selfplay import SelfPlay
     from train.tracking import Tracker, rollout_table
-    from train.update import configure_accelerator, run_update
+    from train.update import NonFiniteLoss, configure_accelerator, run_update
 
     # ------------------------------------------------------------------ setup
     accelerator = make_accelerator()
@@ -242,13 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ckpt.CheckpointError, ckpt.Preempted) as e:
         executor.close()
         tools.close()
-        status = _stop(e, run_dir, None, main_proc)
+        status = ckpt.stop_run(e, run_dir, None, main_proc)
         console.close()
         return status
     stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
     final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
     tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
-    monitor_reward = cfg.early_stopping.monitor == "reward/mean"
+    monitor_reward, monitor_probe = (cfg.early_stopping.monitor == m for m in ("reward/mean", "probe/reward"))
     iteration = resumed.start
 
     try:
@@ -258,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             say(f"starting policy: eval acc {base['eval/accuracy']:.3f}  logical "
                 f"{base.get('eval/logical_accuracy', float('nan')):.3f}  (best constant answer "
                 f"{base['eval/constant_answer_accuracy']:.3f}; {base['time/eval']:.0f}s)")
+        if monitor_probe and resumed.start == 0:  # the initial adapter's probe score
+            stopper.update(probe(loop, 0), -1)
+            say(f"starting policy: probe reward {stopper.best:.3f}")
 
         for iteration in range(resumed.start, cfg.iterations):
             t_iter = time.time()
@@ -289,8 +282,12 @@ def main(argv: list[str] | None = None) -> int:
             eval_stats = held_out.evaluate(generator, iteration, point_name(iteration), loop.seed("eval", iteration),
                                            starting_weights=not selfplay.updates)
 
+            t0 = time.time()  # the adapter's probe score, with the shots its rollouts will see next
+            probed = {"probe/reward": probe(loop, iteration + 1), "time/probe": time.time() - t0} if monitor_probe \
+                else {}
+
             # ---------------------------------------------------- log
-            metrics = {"iteration": iteration}
+            metrics = {"iteration": iteration, **probed}
             metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row]) for r in rollouts]),
                                            reward_set.names, selfplay.names))
             metrics.update(loss_stats)
@@ -349,11 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
             say(f"final adapter (iteration {last}): reward {value:.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second copy of the preemption signal: see _stop
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second copy of the preemption signal: see stop_run
         tracker.finish()
         executor.close()
         tools.close()
-        status = _stop(e, run_dir, iteration, main_proc)
+        status = ckpt.stop_run(e, run_dir, iteration, main_proc)
         console.close()  # after the one line, so train.log has it
         return status
     except BaseException:
@@ -372,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
         best = stopper.best_policy
         why = (f"highest {cfg.early_stopping.monitor} among the adapters scored, the later one on a tie "
                + ("(the reward of iteration t's rollouts scores the adapter of t-1; the last adapter by a final "
-                  "rollout pass)" if monitor_reward else "(evaluated after each update)"))
+                  "rollout pass)" if monitor_reward else f"(the same {cfg.early_stopping.probe_questions} training "
+                  "questions and sampling seed after each update, and before the first)" if monitor_probe
+                  else "(evaluated after each update)"))
         ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {
             "iteration": best, "adapter": "initial" if best < 0 else f"iter_{best:03d}",
             "monitor": cfg.early_stopping.monitor, "value": stopper.best, "why": why,

@@ -9,7 +9,7 @@ import math
 from train.report_data import Run
 
 MAIN_KEYS = ("reward/mean", "rollout/accuracy", "rollout/pass_rate", "loss/mean", "eval/accuracy",
-             "eval/logical_accuracy", "eval/pass_rate", "early_stopping/declines")
+             "eval/logical_accuracy", "eval/pass_rate", "probe/reward", "early_stopping/declines")
 
 
 def _num(value) -> str:

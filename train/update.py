@@ -18,6 +18,10 @@ from policies.kv import cache_of, forward, shared_prefix_length
 from rewards.unit_tests.scoring import THETA, viunit_reward
 
 
+class NonFiniteLoss(RuntimeError):
+    """Too many optimizer steps were skipped for a non-finite loss."""
+
+
 def reward_to_weight(reward: float | None, transform: str = "identity", threshold: float = THETA,
                      clip_negative: bool = True) -> float:
     """Map a scalar reward to a loss weight; `threshold` is ViUniT Eq. 10."""

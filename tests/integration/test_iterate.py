@@ -89,6 +89,25 @@ def test_early_stopping_restores_the_best_adapter(run_iterate, tmp_path):
     assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_002"))
 
 
+def test_probe_monitor_scores_every_adapter_on_the_same_batch(run_iterate, tmp_path):
+    """`early_stopping.monitor: probe/reward`. The declining reward falls at each rollout
+    pass: the initial adapter's probe 1.0, iteration 0's rollouts 0.7, its probe 0.4,
+    iteration 1's rollouts 0.1, its probe -0.2. The probes decline twice: stop, initial."""
+    proc = run_iterate("run_name=probe", "iterations=5", "rewards=[tests.helpers.declining:reward]",
+                       "early_stopping.monitor=probe/reward", "early_stopping.probe_questions=2", "eval_questions=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "probe"
+    metrics = _metrics(run_dir)
+    assert [m["iteration"] for m in metrics] == [0, 1]
+    assert [m["reward/mean"] for m in metrics] == pytest.approx([0.7, 0.1])
+    assert [m["probe/reward"] for m in metrics] == pytest.approx([0.4, -0.2]) and metrics[0]["time/probe"] > 0
+    best = json.loads((run_dir / "best" / "best.json").read_text())
+    assert (best["adapter"], best["monitor"], best["stopped_early"]) == ("initial", "probe/reward", True)
+    assert best["scores"] == pytest.approx({"initial": 1.0, "iter_000": 0.4, "iter_001": -0.2})
+    assert "same 2 training questions" in best["why"] and "final_pass" not in best
+    assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
+
+
 def test_resume_after_kill_logs_each_iteration_once(tmp_path):
     run_dir = tmp_path / "runs" / "kill"
     cmd = [sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml",
