@@ -215,6 +215,7 @@ def plot(results: dict, path: Path, title: str | None) -> None:
         if metric == "accuracy" and len(constants) == 1:
             ax.axhline(100 * constants.pop(), color="gray", linestyle="--", linewidth=1, label="best constant answer")
         ax.set_xlabel("iteration (0 = starting policy)")
+        ax.xaxis.get_major_locator().set_params(integer=True)  # no "iteration 0.25"
         ax.set_ylabel(f"{LABELS[metric]} %")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
