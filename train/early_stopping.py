@@ -8,7 +8,9 @@ one more rollout pass so that it too can be chosen. Each iteration draws new que
 so that reward also moves with how hard the batch was. `probe/reward` removes that: after
 each update (and once before the first) the trainer rolls out a fixed batch of
 `early_stopping.probe_questions` training questions with the same sampling seed, under the
-run's own rewards (label-free when they are). An eval monitor (`eval/accuracy`) scores the
+run's own rewards (label-free when they are). With stateless rewards (correctness, format)
+the probe leaves the training trajectory as it was; rewards that build and cache unit-test
+suites (viunit, proptest) also build the probe questions' suites, and count them. An eval monitor (`eval/accuracy`) scores the
 adapter of the same iteration on held-out labels: selection on the reported set.
 """
 

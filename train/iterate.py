@@ -3,7 +3,7 @@
     accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml [key=value ...]
 
 Reads top to bottom: setup, the starting policy's held-out evaluation (the curve's base
-point), then per iteration rollout → reward → weights → update → evaluate →
+point), then per iteration rollout → reward → weights → update → evaluate (→ probe) →
 log/checkpoint/stop, then the final scoring of the last adapter and `best/`.
 Each rank samples its own shard of the questions and executes its own programs; the
 update, the few-shot pools and the metrics are global.
@@ -249,8 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{base.get('eval/logical_accuracy', float('nan')):.3f}  (best constant answer "
                 f"{base['eval/constant_answer_accuracy']:.3f}; {base['time/eval']:.0f}s)")
         if monitor_probe and resumed.start == 0:  # the initial adapter's probe score
-            stopper.update(probe(loop, 0), -1)
-            say(f"starting policy: probe reward {stopper.best:.3f}")
+            value = probe(loop, 0)
+            stopper.update(value, -1)
+            say(f"starting policy: probe reward {value:.3f}")
 
         for iteration in range(resumed.start, cfg.iterations):
             t_iter = time.time()
@@ -366,11 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ finish: publish best/
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from here a SIGTERM just ends the process: all is saved
     if main_proc:
-        best = stopper.best_policy
+        best, probed = stopper.best_policy, min(cfg.early_stopping.probe_questions, len(train_rows))
         why = (f"highest {cfg.early_stopping.monitor} among the adapters scored, the later one on a tie "
                + ("(the reward of iteration t's rollouts scores the adapter of t-1; the last adapter by a final "
-                  "rollout pass)" if monitor_reward else f"(the same {cfg.early_stopping.probe_questions} training "
-                  "questions and sampling seed after each update, and before the first)" if monitor_probe
+                  "rollout pass)" if monitor_reward else f"(the same {probed} training questions and sampling "
+                  "seed after each update, and before the first)" if monitor_probe
                   else "(evaluated after each update)"))
         ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {
             "iteration": best, "adapter": "initial" if best < 0 else f"iter_{best:03d}",

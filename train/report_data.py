@@ -139,11 +139,12 @@ def stop_decision(run: Run) -> str:
     declines = last.get("early_stopping/declines")
     best = run.best_updates
     best_text = ("the starting policy" if best == 0 else f"the policy after {best} update(s)") if best is not None else "not published yet"
+    monitor = es.get("monitor", "reward/mean")
     if run.best and run.best.get("stopped_early"):
-        text = (f"stopped early after iteration {done}: the training reward declined {declines} time(s) in a row "
+        text = (f"stopped early after iteration {done}: {monitor} declined {declines} time(s) in a row "
                 f"(patience {es.get('patience')}, min_delta {es.get('min_delta')})")
     elif run.best is not None:
-        text = f"ran all {done} iteration(s); the reward did not decline {es.get('patience')} times in a row"
+        text = f"ran all {done} iteration(s); {monitor} did not decline {es.get('patience')} times in a row"
         if es.get("enabled") is False:
             text = f"ran all {done} iteration(s) (early stopping off)"
     else:

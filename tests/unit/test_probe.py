@@ -24,13 +24,18 @@ class _Generator:
 class _SelfPlay:
     names = ["viper_compact"]
 
+    def __init__(self):
+        self.shots_for, self.admitted = [], []
+
     def prompts(self, name, tokenizer, batch, iteration, seed):
+        self.shots_for.append(iteration)
         return [f"q{row['id']}" for row in batch], []
 
     def refine(self, *args):
         return {}
 
-    def admit(self, *args, **kwargs):
+    def admit(self, name, batch, family, iteration, **kwargs):
+        self.admitted.append(iteration)
         return 0
 
 
@@ -85,8 +90,11 @@ def test_probe_returns_the_mean_reward_of_its_rollouts(monkeypatch):
     monkeypatch.setattr("accelerate.utils.gather_object", lambda items: items)
     monkeypatch.setattr("train.evaluate.result_score", lambda *a: 0.0)
     loop = _loop(probe_questions=4)
-    assert probe(loop, 2) == pytest.approx(0.5)
-    assert seen == [[f"q{i}" for i in _ids(questions(loop, "probe", 4))]]
+    assert probe(loop, 2) == pytest.approx(0.5) == probe(loop, 5)
+    assert seen == [[f"q{i}" for i in _ids(questions(loop, "probe", 4))]] * 2
+    # one sampling seed for every adapter; the shots of the iteration asked for; no pool admission
+    assert loop.generator.seeds == [loop.seed("probe", 0)] * 2
+    assert loop.selfplay.shots_for == [2, 5] and loop.selfplay.admitted == []
 
 
 @pytest.mark.parametrize("value", ["0", "-1"])
