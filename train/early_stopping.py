@@ -10,8 +10,9 @@ each update (and once before the first) the trainer rolls out a fixed batch of
 `early_stopping.probe_questions` training questions with the same sampling seed, under the
 run's own rewards (label-free when they are). With stateless rewards (correctness, format)
 the probe leaves the training trajectory as it was; rewards that build and cache unit-test
-suites (viunit, proptest) also build the probe questions' suites, and count them. An eval monitor (`eval/accuracy`) scores the
-adapter of the same iteration on held-out labels: selection on the reported set.
+suites (viunit, proptest) also build the probe questions' suites, and count them. An eval
+monitor (`eval/accuracy`) scores the adapter of the same iteration on held-out labels:
+selection on the reported set.
 """
 
 from __future__ import annotations

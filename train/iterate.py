@@ -100,15 +100,14 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
     return rollouts, metrics
 
 
-def probe(loop: Loop, iteration: int) -> float:
-    """The mean reward of the current adapter on the fixed probe questions, with the
-    prompts (shots) that iteration `iteration` will use; no pool admission, no update."""
+def mean_reward(loop: Loop, batch: list[dict], iteration: int, purpose: str = "rollout") -> float:
+    """The current adapter's mean reward on `batch` (over all ranks), with the prompts (shots)
+    of `iteration`; no pool admission, no update. Scores the last adapter, or a probe."""
     from accelerate.utils import gather_object
 
     from train.records import RolloutRecord, rollout_metrics
 
-    batch = questions(loop, "probe", loop.cfg.early_stopping.probe_questions)
-    done, _ = rollout(loop, batch, iteration, admit=False, purpose="probe")
+    done, _ = rollout(loop, batch, iteration, admit=False, purpose=purpose)
     return rollout_metrics(gather_object([RolloutRecord.of(r) for r in done]), [], [])["reward/mean"]
 
 
@@ -239,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
     tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
     monitor_reward, monitor_probe = (cfg.early_stopping.monitor == m for m in ("reward/mean", "probe/reward"))
+    probe_batch = questions(loop, "probe", cfg.early_stopping.probe_questions) if monitor_probe else []
     iteration = resumed.start
 
     try:
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{base.get('eval/logical_accuracy', float('nan')):.3f}  (best constant answer "
                 f"{base['eval/constant_answer_accuracy']:.3f}; {base['time/eval']:.0f}s)")
         if monitor_probe and resumed.start == 0:  # the initial adapter's probe score
-            value = probe(loop, 0)
+            value = mean_reward(loop, probe_batch, 0, "probe")
             stopper.update(value, -1)
             say(f"starting policy: probe reward {value:.3f}")
 
@@ -284,8 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                                            starting_weights=not selfplay.updates)
 
             t0 = time.time()  # the adapter's probe score, with the shots its rollouts will see next
-            probed = {"probe/reward": probe(loop, iteration + 1), "time/probe": time.time() - t0} if monitor_probe \
-                else {}
+            probed = {"probe/reward": mean_reward(loop, probe_batch, iteration + 1, "probe"),
+                      "time/probe": time.time() - t0} if monitor_probe else {}
 
             # ---------------------------------------------------- log
             metrics = {"iteration": iteration, **probed}
@@ -340,8 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if monitor_reward and not stopped and last >= 0 and last not in stopper.scores:
             # No update follows the last one, so its adapter has no rollout reward yet:
             # one more rollout pass (no update, no pool admission) makes it eligible.
-            final, _ = rollout(loop, questions(loop, last + 1), last + 1, admit=False)
-            value = rollout_metrics(gather_object([RolloutRecord.of(r) for r in final]), [], [])["reward/mean"]
+            value = mean_reward(loop, questions(loop, last + 1), last + 1)
             stopper.update(value, last)
             # Its rewards may build suites too (viunit, proptest): their counters go with its score.
             final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
@@ -367,10 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ finish: publish best/
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # from here a SIGTERM just ends the process: all is saved
     if main_proc:
-        best, probed = stopper.best_policy, min(cfg.early_stopping.probe_questions, len(train_rows))
+        best, probe_size = stopper.best_policy, min(cfg.early_stopping.probe_questions, len(train_rows))
         why = (f"highest {cfg.early_stopping.monitor} among the adapters scored, the later one on a tie "
                + ("(the reward of iteration t's rollouts scores the adapter of t-1; the last adapter by a final "
-                  "rollout pass)" if monitor_reward else f"(the same {probed} training questions and sampling "
+                  "rollout pass)" if monitor_reward else f"(the same {probe_size} training questions and sampling "
                   "seed after each update, and before the first)" if monitor_probe
                   else "(evaluated after each update)"))
         ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {

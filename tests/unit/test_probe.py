@@ -7,7 +7,7 @@ import pytest
 
 import train.rollout
 from train.config import Config, ConfigError, load_config
-from train.iterate import Loop, probe, questions, rollout
+from train.iterate import Loop, mean_reward, questions, rollout
 
 
 class _Generator:
@@ -90,7 +90,8 @@ def test_probe_returns_the_mean_reward_of_its_rollouts(monkeypatch):
     monkeypatch.setattr("accelerate.utils.gather_object", lambda items: items)
     monkeypatch.setattr("train.evaluate.result_score", lambda *a: 0.0)
     loop = _loop(probe_questions=4)
-    assert probe(loop, 2) == pytest.approx(0.5) == probe(loop, 5)
+    batch = questions(loop, "probe", 4)
+    assert mean_reward(loop, batch, 2, "probe") == pytest.approx(0.5) == mean_reward(loop, batch, 5, "probe")
     assert seen == [[f"q{i}" for i in _ids(questions(loop, "probe", 4))]] * 2
     # one sampling seed for every adapter; the shots of the iteration asked for; no pool admission
     assert loop.generator.seeds == [loop.seed("probe", 0)] * 2
