@@ -24,7 +24,7 @@ import math
 import shutil
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from policies.adapters import make_portable
@@ -209,6 +209,7 @@ class Resumed:
     wandb_id: str | None = None
     stopped: bool = False       # the checkpointed run had already stopped early
     skipped_steps: int = 0      # optimizer steps skipped so far for a non-finite loss
+    replay: list = field(default_factory=list)  # the replay buffer's programs (train.replay)
 
 
 def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, save_config) -> Resumed:
@@ -246,7 +247,7 @@ def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, 
     accelerator.print(f"resuming {run_dir} after iteration {done[-1]}")
     stopped = bool(last["state"].get("stopped"))
     return Resumed(cfg.iterations if stopped else done[-1] + 1, last["state"].get("wandb_id"), stopped,
-                   last["state"].get("skipped_steps", 0))
+                   last["state"].get("skipped_steps", 0), last["state"].get("replay", []))
 
 
 def rebuild_metrics(run_dir: Path, iterations: list[int]) -> None:

@@ -74,6 +74,21 @@ class WeightingConfig:
     skip_settled: bool = False
 
 
+@dataclass
+class ObjectiveConfig:
+    """How rewards train the policy (train/objectives.py; the README's "Objectives")."""
+
+    name: Literal["eq8", "rloo", "grpo"] = "eq8"  # eq8: ViUniT's reward-weighted NLL | rloo: reward minus the other programs' mean | grpo: group z-score (negative weights allowed)
+    clip_eps: NonNegative[float] = 0.0  # PPO clip of the ratio to the sampling policy (e.g. 0.2); 0: no ratio
+    kl_coef: NonNegative[float] = 0.0  # beta of KL(policy || starting policy), k3 estimator; 0: no KL term
+    # DAPO's dynamic sampling: draw rounds of questions_per_iteration fresh questions until that
+    # many have programs that disagree (a nonzero group advantage), at most max_sampling_rounds.
+    dynamic_sampling: bool = False
+    max_sampling_rounds: AtLeast1[int] = 3  # the rollout budget: rounds x questions_per_iteration x programs_per_question
+    replay_capacity: NonNegative[int] = 0  # rewarded programs of earlier iterations trained on again; 0: no replay
+    replay_decay: Annotated[float, Range(gt=0, le=1)] = 0.5  # a replayed program's weight: reward x decay^age (iterations)
+
+
 # The one sampler config lives with the sampler (`policies` may not import `train`); its
 # fields' rules are stated here, where the rules live.
 GenerationConfig.__annotations__.update(
@@ -161,12 +176,14 @@ class Config:
     questions_per_iteration: AtLeast1[int] = 32
     programs_per_question: AtLeast1[int] = 4
     eval_questions: NonNegative[int] = 32
+    eval_every: AtLeast1[int] = 1  # held-out evaluation after every k-th iteration (and always the base point and the last)
     eval_counterfactuals: NonNegative[int] = 4  # M scenes per shapes question for logical accuracy; 0 turns it off
     reward_failure_limit: AtLeast1[int] = 3  # batches in which a reward raised before the run stops
     resume: bool = False  # continue after the last complete iteration of run_name
     lora: LoraConfig = field(default_factory=LoraConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     weighting: WeightingConfig = field(default_factory=WeightingConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)

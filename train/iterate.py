@@ -11,6 +11,7 @@ update, the few-shot pools and the metrics are global.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import signal
@@ -56,17 +57,22 @@ class Loop:
         return int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1
 
 
-def questions(loop: Loop, iteration: int | str, count: int | None = None) -> list[dict]:
-    """This rank's shard of the iteration's questions (the same draw on any world size)."""
+def questions(loop: Loop, iteration: int | str, count: int | None = None, round_: int = 0) -> list[dict]:
+    """This rank's shard of the iteration's questions (the same draw on any world size).
+    Round r > 0 (dynamic sampling) draws questions that no earlier round of the iteration drew."""
     cfg, world = loop.cfg, loop.accelerator.num_processes
     order = list(range(len(loop.train_rows)))
     count = min(count or cfg.questions_per_iteration, len(order))
-    picks = random.Random(f"{cfg.seed}:{iteration}").sample(order, count)
+    taken: set = set()
+    for r in range(round_ + 1):
+        left = [i for i in order if i not in taken]
+        picks = random.Random(f"{cfg.seed}:{iteration}" + (f":{r}" if r else "")).sample(left, min(count, len(left)))
+        taken.update(picks)
     return [loop.train_rows[i] for i in picks[loop.rank :: world]]
 
 
 def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
-            purpose: str = "rollout") -> tuple[list, dict]:
+            purpose: str = "rollout", round_: int = 0) -> tuple[list, dict]:
     """Sample, execute and reward programs for `batch` in every prompt family; refine
     errors and grow the few-shot pools (over all ranks) as self-play asks."""
     from accelerate.utils import gather_object
@@ -76,7 +82,8 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
 
     cfg, sp = loop.cfg, loop.selfplay
     # A probe samples with one seed for every adapter: alike adapters draw alike programs.
-    loop.generator.reseed(loop.seed(purpose, iteration if purpose == "rollout" else 0))
+    stream = f"{purpose}/{round_}" if round_ else purpose  # each dynamic-sampling round its own stream
+    loop.generator.reseed(loop.seed(stream, iteration if purpose == "rollout" else 0))
     rollouts, metrics = [], {}
     for name in sp.names:  # one prompt family (and few-shot pool) after another
         prompts, shots = sp.prompts(name, loop.tokenizer, batch, iteration, cfg.seed)
@@ -111,14 +118,55 @@ def mean_reward(loop: Loop, batch: list[dict], iteration: int, purpose: str = "r
     return rollout_metrics(gather_object([RolloutRecord.of(r) for r in done]), [], [])["reward/mean"]
 
 
+def informative(rollouts: list) -> int:
+    """Questions whose programs disagree (rewards not all alike): the only ones a
+    group-relative objective learns from."""
+    groups: dict = {}
+    for ro in rollouts:
+        groups.setdefault((ro.prompt_family, ro.row), set()).add(ro.reward)
+    return sum(len(rewards) > 1 for rewards in groups.values())
+
+
+def sample_rollouts(loop: Loop, iteration: int) -> tuple[list[dict], list, dict]:
+    """The iteration's questions and rollouts. With `objective.dynamic_sampling` (DAPO),
+    rounds of fresh questions follow until `questions_per_iteration` questions over all
+    ranks are informative or `objective.max_sampling_rounds` rounds are spent."""
+    from accelerate.utils import gather_object
+
+    cfg = loop.cfg
+    batch = questions(loop, iteration)
+    rollouts, metrics = rollout(loop, batch, iteration)
+    rounds, useful = 1, sum(gather_object([informative(rollouts)]))
+    while cfg.objective.dynamic_sampling and rounds < cfg.objective.max_sampling_rounds \
+            and useful < cfg.questions_per_iteration:
+        more = questions(loop, iteration, round_=rounds)
+        extra, extra_metrics = rollout(loop, more, iteration, round_=rounds)
+        for ro in extra:  # rows index the merged batch
+            ro.row += len(batch)
+        for key, value in extra_metrics.items():  # admissions add up; the rest is the last round's
+            metrics[key] = metrics.get(key, 0) + value if key.endswith("admitted_now") else value
+        batch, rollouts, rounds = batch + more, rollouts + extra, rounds + 1
+        useful = sum(gather_object([informative(rollouts)]))
+    metrics.update({"rollout/sampling_rounds": rounds, "rollout/informative_questions": useful})
+    return batch, rollouts, metrics
+
+
 def training_examples(loop: Loop, rollouts: list) -> list:
-    """Rewards → Eq. 8 weights, and the completion each rollout teaches."""
+    """Rewards → weights (Eq. 8's, or group-relative advantages: `objective.name`), and the
+    completion each rollout teaches; one Example per rollout, in order."""
+    from train.objectives import group_advantages
     from train.update import Example, reward_to_weight, skip_settled
 
     cfg, eos, examples, w = loop.cfg, loop.tokenizer.eos_token_id, [], loop.cfg.weighting
-    weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
-    if w.skip_settled:  # a question's programs are all on this rank
-        weights = skip_settled([(ro.prompt_family, ro.row) for ro in rollouts], weights)
+    groups = [(ro.prompt_family, ro.row) for ro in rollouts]  # a question's programs are all on this rank
+    if cfg.objective.name == "eq8":
+        weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
+    else:  # the transform (e.g. ViUniT's threshold) shapes the reward; advantages may be negative
+        shaped = [None if ro.reward is None else reward_to_weight(ro.reward, w.transform, w.threshold, False)
+                  for ro in rollouts]
+        weights = group_advantages(groups, shaped, cfg.objective.name)
+    if w.skip_settled:
+        weights = skip_settled(groups, weights)
     for ro, weight in zip(rollouts, weights):
         ro.weight = weight
         # A program that ended on its own is taught to end there (EOS); a truncated one is not.
@@ -128,7 +176,19 @@ def training_examples(loop: Loop, rollouts: list) -> list:
             target = corrected + [eos] if corrected else target
             ro.weight = ro.weight if corrected else 0.0
         examples.append(Example(ro.prompt_ids, target, ro.weight))
-    return examples if loop.selfplay.updates else []  # pool_only: the pool alone improves the policy
+    return examples
+
+
+def replay_candidates(rollouts: list, examples: list, iteration: int, transform) -> list:
+    """This iteration's rewarded programs, gathered from every rank, for the replay buffer."""
+    from accelerate.utils import gather_object
+
+    from train.replay import Replayed
+
+    mine = [Replayed(tuple(e.prompt_ids), tuple(e.completion_ids), transform(ro.reward), iteration)
+            for ro, e in zip(rollouts, examples) if ro.reward is not None and transform(ro.reward) > 0
+            and not (ro.refined and e.weight == 0)]
+    return gather_object(mine)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     from train.report import report_at_end
     from train.selfplay import SelfPlay
     from train.tracking import Tracker, rollout_table
-    from train.update import NonFiniteLoss, configure_accelerator, run_update
+    from train.replay import ReplayBuffer
+    from train.update import NonFiniteLoss, configure_accelerator, reward_to_weight, run_update
 
     # ------------------------------------------------------------------ setup
     accelerator = make_accelerator()
@@ -235,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         console.close()
         return status
     stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
+    replay = ReplayBuffer(cfg.objective.replay_capacity, cfg.objective.replay_decay, resumed.replay)
+    shaped = functools.partial(reward_to_weight, transform=cfg.weighting.transform,  # what a replayed program weighs
+                               threshold=cfg.weighting.threshold)
     final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
     tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
     monitor_reward, monitor_probe = (cfg.early_stopping.monitor == m for m in ("reward/mean", "probe/reward"))
@@ -259,19 +323,22 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- rollout: sample, execute, reward
             t0 = time.time()
-            batch = questions(loop, iteration)
-            rollouts, selfplay_metrics = rollout(loop, batch, iteration)
+            batch, rollouts, selfplay_metrics = sample_rollouts(loop, iteration)  # + rounds (dynamic sampling)
             t_rollout = time.time() - t0
 
-            # ---------------------------------------------------- rewards -> weights -> update (Eq. 8)
+            # ---------------------------------------------------- rewards -> weights (Eq. 8 / advantages) -> update
             t0 = time.time()
             examples = training_examples(loop, rollouts)
+            fresh = replay_candidates(rollouts, examples, iteration, shaped) if replay.capacity else []
+            # pool_only: the pool alone improves the policy; replayed successes train beside the rollouts.
+            examples = examples + replay.examples(iteration, rank, world) if selfplay.updates else []
             if cfg.lora.init == "base":  # after the rollouts: they came from the previous adapter
                 torch.manual_seed(cfg.seed + iteration)  # the same fresh A on every rank
                 reset_lora(policy)
                 optimizer.state.clear()
             loss_stats = run_update(accelerator, model, optimizer, examples, cfg.optim, tokenizer.pad_token_id,
-                                    seed=cfg.seed + iteration, progress=main_proc)
+                                    seed=cfg.seed + iteration, progress=main_proc, objective=cfg.objective)
+            loss_stats.update({"replay/added": replay.add(fresh), "replay/size": len(replay.items)})
             skipped_steps += loss_stats["loss/skipped_steps"]
             weights = adapter_weights(policy)  # gathered once: served, then checkpointed
             with preemption.saving():
@@ -280,8 +347,9 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- evaluate (held-out, greedy)
             # A run that never updates (pool_only) still has its starting weights: cached programs.
+            due = (iteration + 1) % cfg.eval_every == 0 or iteration + 1 == cfg.iterations
             eval_stats = held_out.evaluate(generator, iteration, point_name(iteration), loop.seed("eval", iteration),
-                                           starting_weights=not selfplay.updates)
+                                           starting_weights=not selfplay.updates) if due and eval_all else {}
 
             t0 = time.time()  # the adapter's probe score, with the shots its rollouts will see next
             probed = {"probe/reward": mean_reward(loop, probe_batch, iteration + 1, "probe"),
@@ -312,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- checkpoint, stop
             state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped,
-                     "skipped_steps": skipped_steps}
+                     "skipped_steps": skipped_steps, "replay": replay.to_json()}
             with preemption.saving():
                 ckpt.save_iteration(run_dir, iteration, policy, metrics, state, selfplay.to_json(),
                                     accelerator=accelerator, weights=weights)
@@ -324,8 +392,9 @@ def main(argv: list[str] | None = None) -> int:
                         tables[f"rewards/{name}/table"] = fn.table_rows()
                 tracker.log(metrics, table, tables=tables)
             say(f"iteration {iteration + 1}: reward {metrics['reward/mean']:.3f}  "
-                f"pass {metrics['rollout/pass_rate']:.2f}  loss {metrics['loss/mean']:.3f}  "
-                f"eval acc {metrics['eval/accuracy']:.3f}  logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
+                f"pass {metrics['rollout/pass_rate']:.2f}  sampled acc {metrics['rollout/accuracy']:.3f}  "
+                f"loss {metrics['loss/mean']:.3f}  eval acc {metrics.get('eval/accuracy', float('nan')):.3f}  "
+                f"logical {metrics.get('eval/logical_accuracy', float('nan')):.3f}  "
                 f"({metrics['time/iteration']:.0f}s)")
             if skipped_steps > cfg.optim.max_skipped_steps:
                 raise NonFiniteLoss(f"{skipped_steps} optimizer steps had a non-finite loss (more than "

@@ -73,6 +73,7 @@ def validate(cfg: Config) -> None:
     except ValueError as e:
         raise ConfigError(f"selfplay.admission_options: {e}") from None
     _check_deepspeed(cfg)
+    _check_objective(cfg)
     _check_data(cfg)
     from envs.tools import BackendError, check_backend
 
@@ -85,6 +86,19 @@ def validate(cfg: Config) -> None:
         resolve(cfg.model)
     except ModelError as e:
         raise ConfigError(str(e)) from None
+
+
+def _check_objective(cfg: Config) -> None:
+    if cfg.eval_every > 1 and cfg.early_stopping.monitor.startswith("eval/"):
+        raise ConfigError(f"early_stopping.monitor={cfg.early_stopping.monitor} reads the held-out evaluation of "
+                          f"every iteration, but eval_every={cfg.eval_every} skips some; set eval_every=1 "
+                          "or monitor reward/mean or probe/reward")
+    if cfg.objective.dynamic_sampling and cfg.programs_per_question < 2:
+        raise ConfigError("objective.dynamic_sampling needs programs_per_question >= 2: one program per "
+                          "question never disagrees with itself")
+    if cfg.objective.name != "eq8" and cfg.programs_per_question < 2:
+        raise ConfigError(f"objective.name={cfg.objective.name} compares programs of one question: set "
+                          "programs_per_question >= 2, or use objective.name=eq8")
 
 
 def _check_data(cfg: Config) -> None:

@@ -1,4 +1,5 @@
-"""The policy update: reward-weighted NLL of completion tokens (ViUniT Eq. 8) on LoRA.
+"""The policy update on LoRA: reward-weighted NLL of completion tokens (ViUniT Eq. 8), or a
+policy-gradient surrogate with clipping and KL (train/objectives.py) on the same path.
 
 A plain accelerate loop rather than a TRL trainer: the loss needs one weight per
 example, the batches come from this iteration's rollouts (not a fixed dataset), and
@@ -15,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from policies.kv import cache_of, forward, shared_prefix_length
+from train.objectives import reduce_tokens, token_losses
 from rewards.unit_tests.scoring import THETA, viunit_reward
 
 
@@ -83,8 +85,9 @@ def collate(examples: list[Example], pad_id: int, share_prefix: bool = True) -> 
     }
 
 
-def completion_nll(model, batch: dict, reduction: str = "mean", prefix_model=None) -> torch.Tensor:
-    """Per-example NLL of the completion tokens only; prompt tokens carry no loss.
+def token_logprobs(model, batch: dict, prefix_model=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs of the completion tokens [b, c] (0 at padding) and their mask [b, c];
+    prompt tokens carry nothing.
 
     `prefix_model` is the unwrapped module for the shared-prefix pass: DDP and DeepSpeed
     expect one forward through their wrapper per backward, and gradients from the
@@ -107,12 +110,13 @@ def completion_nll(model, batch: dict, reduction: str = "mean", prefix_model=Non
     token_nll = torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
     ).view(labels.shape)
-    total = token_nll.sum(-1)
-    if reduction == "sum":
-        return total
-    if reduction != "mean":
-        raise ValueError(f"unknown optim.token_reduction {reduction!r}; use mean or sum")
-    return total / (labels != -100).sum(-1).clamp(min=1)
+    return -token_nll, (labels != -100).to(token_nll.dtype)
+
+
+def completion_nll(model, batch: dict, reduction: str = "mean", prefix_model=None) -> torch.Tensor:
+    """Per-example NLL of the completion tokens only (summed, or averaged over its tokens)."""
+    logp, mask = token_logprobs(model, batch, prefix_model)
+    return reduce_tokens(-logp, mask, reduction)
 
 
 def weighted_loss(nll: torch.Tensor, weights: torch.Tensor, normalizer: float) -> torch.Tensor:
@@ -174,9 +178,47 @@ def _canonical(examples: list[Example]) -> list[Example]:
     return sorted(examples, key=lambda e: (e.prompt_ids, e.completion_ids, e.weight))
 
 
+def _padded(rows: list[torch.Tensor], c: int) -> torch.Tensor:
+    """Per-example token values laid out like `collate`'s labels: completion first, then 0."""
+    out = torch.zeros((len(rows), c), dtype=torch.float32)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+@torch.no_grad()
+def _anchor_logprobs(accelerator, model, steps, rank, world, mb, k, filler, cfg, pad_id, old: bool, ref: bool):
+    """Before the first optimizer step: the sampling policy's (old) and the reference's
+    (adapter disabled) log-probs of every completion this rank will train on, keyed by
+    `id(example)`. Every rank runs the same number of forwards as its update will (fillers
+    included), as ZeRO-3 needs."""
+    unwrapped = accelerator.unwrap_model(model)
+    model.eval()  # the sampler ran without dropout
+    anchors: dict = {}
+    for step in steps:
+        mine = step[rank::world]
+        micro = [mine[i : i + mb] for i in range(0, len(mine), mb)]
+        micro += [filler] * (k - len(micro))
+        for part in micro:
+            batch = {key: v.to(accelerator.device) for key, v in collate(part, pad_id, cfg.share_prefix).items()}
+            got = {}
+            if old:
+                got["old"] = token_logprobs(model, batch, prefix_model=unwrapped)[0].cpu()
+            if ref:
+                with unwrapped.disable_adapter():  # the starting policy: base weights, no LoRA
+                    got["ref"] = token_logprobs(model, batch, prefix_model=unwrapped)[0].cpu()
+            for i, e in enumerate(part):
+                n = len(e.completion_ids)
+                anchors.setdefault(id(e), {k_: v[i, :n] for k_, v in got.items()})
+    model.train()
+    return anchors
+
+
 def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_id: int, seed: int,
-               progress: bool = True) -> dict:
-    """One iteration's reward-weighted NLL update (Eq. 8) over every rank's rollouts.
+               progress: bool = True, objective=None) -> dict:
+    """One iteration's update over every rank's rollouts: Eq. 8's reward-weighted NLL, or
+    a policy-gradient surrogate (`objective`: train.objectives, with PPO clipping against
+    the sampling policy and a KL term to the starting policy) on the same path.
 
     The update is one global computation whatever the world size. All ranks see all
     rollouts (gathered, in a canonical order), shuffle them with `seed`, and cut them
@@ -187,18 +229,22 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     any micro-batch's loss is not finite is skipped on every rank and counted (under
     DeepSpeed exactly so when a step is one micro-batch per rank: DeepSpeed keeps the
     gradients of earlier micro-batches of a step to itself). Each
-    micro-batch's loss is its share of Σ w·NLL / N with N fixed for the iteration
-    (`weighted_loss`), scaled by the world size and accumulation steps that DDP /
-    DeepSpeed / accelerate divide by, so the summed gradient is exactly ∇J: the same
-    rollouts give the same adapter on 1 or W processes, and a rank holding only
-    zero-weight rollouts changes nothing.
+    micro-batch's loss is its share of Σ_i ℓ_i / N with N fixed for the iteration
+    (`weighted_loss`; ℓ_i = w_i·NLL_i under Eq. 8), scaled by the world size and
+    accumulation steps that DDP / DeepSpeed / accelerate divide by, so the summed
+    gradient is exactly ∇J: the same rollouts give the same adapter on 1 or W processes
+    (tested with 1 and 2 CPU processes), and a rank holding only zero-weight rollouts
+    changes nothing.
     """
     from accelerate.utils import gather_object
 
+    clip_eps = float(getattr(objective, "clip_eps", 0.0) or 0.0)
+    kl_coef = float(getattr(objective, "kl_coef", 0.0) or 0.0)
     world, rank = accelerator.num_processes, accelerator.process_index
     everything = gather_object(list(examples)) if world > 1 else list(examples)
     normalizer = float(cfg.normalizer or len(everything))
-    live = _canonical([e for e in everything if e.weight != 0])
+    # A KL term pulls every program toward the reference, a zero-advantage one too.
+    live = _canonical([e for e in everything if e.weight != 0 or kl_coef > 0])
     rng = random.Random(seed)
     order = []
     for _ in range(cfg.epochs):
@@ -216,8 +262,11 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     accelerator.step = 0  # accumulate() counts micro-batches: start each update on a boundary
     scale = world * k  # undo DDP's mean over ranks and accelerate's 1/k
     filler = [Example(live[0].prompt_ids, live[0].completion_ids, 0.0)] if live else []
+    anchors = (_anchor_logprobs(accelerator, model, steps, rank, world, mb, k, filler, cfg, pad_id,
+                                old=clip_eps > 0, ref=kl_coef > 0) if clip_eps > 0 or kl_coef > 0 else {})
 
-    sums = torch.zeros(4, dtype=torch.float64)  # Σ w·NLL, Σ w, completion tokens, real micro-batches
+    # Σ w·NLL, Σ |w|, completion tokens, real micro-batches, Σ KL (per-row mean), clipped tokens
+    sums = torch.zeros(6, dtype=torch.float64)
     grad_norms, skipped = [], 0
     model.train()
     bar = tqdm(range(len(steps)), desc="update", unit="step", disable=not progress, leave=False)
@@ -232,8 +281,21 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
         for part in micro:
             batch = {key: v.to(accelerator.device) for key, v in collate(part, pad_id, cfg.share_prefix).items()}
             with accelerator.accumulate(model):
-                nll = completion_nll(model, batch, cfg.token_reduction, prefix_model=accelerator.unwrap_model(model))
-                share = weighted_loss(nll, batch["weights"], normalizer)
+                logp, mask = token_logprobs(model, batch, prefix_model=accelerator.unwrap_model(model))
+                nll = reduce_tokens(-logp, mask, cfg.token_reduction)
+                kl = clipped = torch.zeros((), dtype=torch.float64)
+                if anchors:
+                    c = mask.shape[1]
+                    old = _padded([anchors[id(e)]["old"] for e in part], c).to(logp.device) if clip_eps else None
+                    ref = _padded([anchors[id(e)]["ref"] for e in part], c).to(logp.device) if kl_coef else None
+                    per_token, kl_tokens = token_losses(logp, batch["weights"], old, clip_eps, ref, kl_coef)
+                    share = reduce_tokens(per_token, mask, cfg.token_reduction).sum() / normalizer
+                    kl = reduce_tokens(kl_tokens.detach(), mask, "mean").double().sum().cpu()
+                    if old is not None:
+                        ratio = torch.exp(logp.detach() - old)
+                        clipped = (((ratio - 1).abs() > clip_eps) * mask).double().sum().cpu()
+                else:  # Eq. 8 (and rloo/grpo without ratio or KL): Σ w·NLL / N
+                    share = weighted_loss(nll, batch["weights"], normalizer)
                 if _finite_everywhere(accelerator, share):
                     accelerator.backward(share * scale)
                 else:  # no backward: NaN/inf would reach every rank's gradients through the all-reduce
@@ -252,12 +314,13 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
             if part is not filler and not broken:
                 w = batch["weights"].double().cpu()
                 sums += torch.tensor([float((w * nll.detach().double().cpu()).sum()), float(w.abs().sum()),
-                                      float((batch["labels"] != -100).sum()), 1.0], dtype=torch.float64)
+                                      float(mask.sum()), 1.0, float(kl), float(clipped)], dtype=torch.float64)
         bar.set_postfix(lr=f"{lr:.2e}")
     bar.close()
     if world > 1:
         sums = accelerator.reduce(sums.to(accelerator.device), reduction="sum").cpu()
-    weighted_nll, weight_sum, tokens, _ = sums.tolist()
+    weighted_nll, weight_sum, tokens, _, kl_sum, clipped_sum = sums.tolist()
+    trained = len(live) * cfg.epochs
     return {
         # Eq. 8's J = Σ w·NLL / N over the iteration (each example's NLL when it was trained), per epoch.
         "loss/mean": weighted_nll / normalizer / cfg.epochs if live else float("nan"),
@@ -268,6 +331,10 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
         "loss/grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else float("nan"),
         "loss/tokens": int(tokens),  # completion tokens that carried loss, all ranks and epochs
         "loss/skipped_steps": skipped,  # steps dropped for a non-finite loss (the same on every rank)
+        # KL(π‖π_start) per token (k3), averaged over trained programs; NaN without kl_coef
+        "loss/kl": kl_sum / trained if kl_coef > 0 and trained else float("nan"),
+        # share of tokens whose ratio to the sampling policy left [1-ε, 1+ε]; NaN without clipping
+        "loss/clip_fraction": clipped_sum / tokens if clip_eps > 0 and tokens else float("nan"),
     }
 
 

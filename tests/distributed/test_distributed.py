@@ -65,6 +65,23 @@ def test_two_processes_train_the_same_adapter_as_one(tmp_path, one_process, mode
     assert ranks[0]["loss/mean"] == pytest.approx(ref_stats["loss/mean"], rel=1e-4)
 
 
+def test_policy_gradient_objective_trains_the_same_adapter_on_two_processes(tmp_path):
+    """Signed advantages, PPO's clipped ratio (anchored by a pre-pass on each rank's own
+    share), a KL term to the adapter-free model and 2 epochs: still one global update."""
+    single = tmp_path / "single"
+    _single(single, "spread", "ppo")
+    two = tmp_path / "two"
+    two.mkdir()
+    proc = _launch("configs/accelerate/cpu_2proc.yaml", WORKER, str(two), "spread", "ppo")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (reference,), (a0, a1) = _adapters(single), _adapters(two)
+    assert _close(a0, a1) and _close(a0, reference)
+    stats = [json.loads((two / f"rank{r}.json").read_text()) for r in (0, 1)]
+    ref_stats = json.loads((single / "rank0.json").read_text())
+    assert stats[0]["loss/kl"] == pytest.approx(ref_stats["loss/kl"], rel=1e-4) and ref_stats["loss/kl"] > 0
+    assert stats[0]["loss/clip_fraction"] == pytest.approx(ref_stats["loss/clip_fraction"], abs=1e-9)
+
+
 def test_two_nodes_on_localhost_match_one_process(tmp_path, one_process):
     """Two launchers (`--num_machines 2 --machine_rank 0|1`, one process each) meeting at
     a localhost rendezvous, as launch/slurm.sh starts them on two nodes."""

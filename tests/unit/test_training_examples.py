@@ -28,3 +28,30 @@ def test_skip_settled_leaves_out_questions_every_program_solved_or_none(skip, ex
     examples = training_examples(_loop(skip_settled=skip), rollouts)
     assert [e.weight for e in examples] == expected == [ro.weight for ro in rollouts]
     assert all(e.completion_ids == [7, 2] for e in examples)  # ended on its own: taught to end (EOS)
+
+
+def test_rloo_weights_are_signed_advantages_per_question():
+    loop = _loop()
+    loop.cfg.objective.name = "rloo"
+    rollouts = _rollouts([[1.0, 0.0, 0.0], [1.0, 1.0], [None, 1.0, 0.0]])
+    weights = [e.weight for e in training_examples(loop, rollouts)]
+    assert weights == pytest.approx([1.0, -0.5, -0.5, 0.0, 0.0, 0.0, 1.0, -1.0])
+
+
+def test_informative_counts_questions_whose_programs_disagree():
+    from train.iterate import informative
+
+    assert informative(_rollouts([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.5, 0.0]])) == 2
+
+
+def test_dynamic_sampling_rounds_draw_questions_no_earlier_round_drew():
+    from train.iterate import questions
+
+    cfg = Config()
+    cfg.questions_per_iteration = 5
+    loop = SimpleNamespace(cfg=cfg, train_rows=[{"id": i} for i in range(12)],
+                           accelerator=SimpleNamespace(num_processes=1), rank=0)
+    rounds = [[r["id"] for r in questions(loop, 3, round_=k)] for k in range(3)]
+    assert rounds[0] == [r["id"] for r in questions(loop, 3)]  # round 0 is the plain draw
+    assert len(set(rounds[0]) | set(rounds[1])) == 10 and sorted(rounds[2]) == sorted(
+        set(range(12)) - set(rounds[0]) - set(rounds[1]))  # only 2 questions were left

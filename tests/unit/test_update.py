@@ -59,7 +59,7 @@ def test_halving_every_weight_halves_the_gradient():
     assert any(float(g.abs().max()) > 0 for g in full.values())
 
 
-def _delta(examples, **optim):
+def _delta(examples, objective=None, **optim):
     """Run the real update (single process) with plain SGD, whose step is lr·gradient,
     and return the adapter's change."""
     from accelerate import Accelerator
@@ -71,7 +71,8 @@ def _delta(examples, **optim):
     model, optimizer = accelerator.prepare(model, optimizer)
     cfg = OptimConfig(**{"lr": 1.0, "warmup_ratio": 0.0, "schedule": "constant", "max_grad_norm": 0.0,
                          "micro_batch_size": 4, **optim})
-    stats = run_update(accelerator, model, optimizer, examples, cfg, pad_id=0, seed=0, progress=False)
+    stats = run_update(accelerator, model, optimizer, examples, cfg, pad_id=0, seed=0, progress=False,
+                       objective=objective)
     after = {n: p.detach() for n, p in accelerator.unwrap_model(model).named_parameters() if p.requires_grad}
     return torch.cat([(after[n] - before[n]).flatten() for n in before]), stats
 
