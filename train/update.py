@@ -290,6 +290,8 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
                     ref = _padded([anchors[id(e)]["ref"] for e in part], c).to(logp.device) if kl_coef else None
                     per_token, kl_tokens = token_losses(logp, batch["weights"], old, clip_eps, ref, kl_coef)
                     share = reduce_tokens(per_token, mask, cfg.token_reduction).sum() / normalizer
+                    if part is filler:  # its zero weight does not silence the KL term: it must add nothing
+                        share = share * 0.0
                     kl = reduce_tokens(kl_tokens.detach(), mask, "mean").double().sum().cpu()
                     if old is not None:
                         ratio = torch.exp(logp.detach() - old)
