@@ -191,6 +191,15 @@ def replay_candidates(rollouts: list, examples: list, iteration: int, transform)
     return gather_object(mine)
 
 
+def labels_read(reward_set, selfplay, monitor: str) -> dict:
+    """Which label columns each part of the run reads (rewards, pool admission, and the
+    choice of best/ when it is made on held-out labels); none at all means label-free."""
+    use = {**reward_set.label_columns(), **({"pool": selfplay.label_columns()} if selfplay.uses_pool else {})}
+    if monitor.startswith("eval/"):  # best/ is picked by held-out accuracy against the labels
+        use["early_stopping"] = ("answer", "answers")
+    return use
+
+
 def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ config
     args = build_parser().parse_args(argv)
@@ -273,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric, run_dir=run_dir,
                         seed=cfg.data.seed)  # few-shot pools, one per prompt family
     # Which label columns train the policy (rewards, pool admission): none means label-free.
-    label_use = {**reward_set.label_columns(), **({"pool": selfplay.label_columns()} if selfplay.uses_pool else {})}
+    label_use = labels_read(reward_set, selfplay, cfg.early_stopping.monitor)
     label_free = not any(label_use.values())
     say("labels: " + ("none read (label-free run)" if label_free else
                       "; ".join(f"{k} reads {', '.join(v)}" for k, v in label_use.items() if v)))

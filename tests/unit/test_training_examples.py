@@ -55,3 +55,13 @@ def test_dynamic_sampling_rounds_draw_questions_no_earlier_round_drew():
     assert rounds[0] == [r["id"] for r in questions(loop, 3)]  # round 0 is the plain draw
     assert len(set(rounds[0]) | set(rounds[1])) == 10 and sorted(rounds[2]) == sorted(
         set(range(12)) - set(rounds[0]) - set(rounds[1]))  # only 2 questions were left
+
+
+@pytest.mark.parametrize("monitor, free", [("reward/mean", True), ("probe/reward", True),
+                                           ("eval/accuracy", False), ("eval/logical_accuracy", False)])
+def test_a_run_that_picks_best_on_held_out_labels_is_not_label_free(monitor, free):
+    from train.iterate import labels_read
+
+    rewards = SimpleNamespace(label_columns=lambda: {"viunit": ()})  # a label-free reward
+    pool = SimpleNamespace(uses_pool=False, label_columns=lambda: ("answer",))
+    assert (not any(labels_read(rewards, pool, monitor).values())) is free
