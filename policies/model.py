@@ -55,6 +55,15 @@ def resolve(name: str) -> Path:
     """
     if name in EMBEDDED:
         return _dequantised_cache(name, _gguf_location(name))
+    return locate(name)
+
+
+def locate(name: str) -> Path:
+    """Check that `name` can be loaded, writing nothing: the embedded model's GGUF file (not
+    yet de-quantised), a model folder, or a Hub id already in the local cache. Start-up
+    checks use this, so a run that fails on its data has not spent time or disk on the model."""
+    if name in EMBEDDED:
+        return _gguf_location(name)
     if name.startswith("embedded:"):
         raise ModelError(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
     path = Path(name).expanduser()

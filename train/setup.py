@@ -52,7 +52,7 @@ def validate(cfg: Config) -> None:
     live on the fields in train/config.py); what is left needs the registries and the disk.
     """
     import rewards
-    from policies.model import ModelError, resolve
+    from policies.model import ModelError, locate
 
     for spec in cfg.rewards:
         try:
@@ -83,7 +83,7 @@ def validate(cfg: Config) -> None:
     except BackendError as e:
         raise ConfigError(str(e)) from None
     try:
-        resolve(cfg.model)
+        locate(cfg.model)  # writes nothing: the data is checked before any model is prepared
     except ModelError as e:
         raise ConfigError(str(e)) from None
 
