@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envs.atomic import swap_in
 from policies.adapters import make_portable
 
 ITER_DIR = "iterations"
@@ -134,8 +135,7 @@ def save_adapter(run_dir: Path, name: str, policy, weights: dict | None, acceler
         try:
             shutil.rmtree(tmp, ignore_errors=True)
             _save_adapter(policy, tmp, weights)
-            shutil.rmtree(final, ignore_errors=True)
-            tmp.rename(final)
+            swap_in(tmp, final)  # the served adapter is never missing (envs.atomic)
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             ok, error = False, f"could not write the adapter to {final}: {_why(e)}"
@@ -267,14 +267,15 @@ def clean_partial(run_dir: Path) -> None:
 
 
 def publish_best(run_dir: Path, source_adapter: Path, info: dict) -> Path:
-    best = run_dir / "best"
-    tmp = run_dir / "best.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source_adapter, tmp / "adapter")
-    (tmp / "best.json").write_text(json.dumps(info, indent=2))
-    shutil.rmtree(best, ignore_errors=True)
-    tmp.rename(best)
-    return best
+    """Write `best/` (adapter and best.json) whole: a kill at any point leaves the old
+    `best/` or the new one (envs.atomic)."""
+    from envs.atomic import replace_folder
+
+    def write(tmp: Path) -> None:
+        shutil.copytree(source_adapter, tmp / "adapter")
+        (tmp / "best.json").write_text(json.dumps(info, indent=2))
+
+    return replace_folder(run_dir / "best", write)
 
 
 def stop_run(error: Exception, run_dir: Path, iteration: int | None, main: bool) -> int:
