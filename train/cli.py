@@ -22,13 +22,25 @@ commands:
   data check SRC [--columns ...]          load a dataset as training would, print the report
   unit-tests --question Q --out DIR [--k 5 --candidates 20 --generator llm|scene]
                                           build a question's visual unit tests (ViUniT)
-  eval --data DIR [--split validation] [--adapter PATH] --strategy base|majority|viunit|
-       refusal|reprompt|error_reprompt --programs N --unit-tests K
+  eval --data DIR [--split validation] [--adapter PATH] --strategy NAME --programs N --unit-tests K
+{strategies}
                                           evaluate a policy under an answering strategy (JSON)
   export RUN --out DIR [--merge] [--push-to-hub REPO]
                                           the run's adapter with a model card, or a merged model
 
 Run `vprl COMMAND --help` for a command's options."""
+
+def usage() -> str:
+    """USAGE with every registered answering strategy (plug-ins included), wrapped."""
+    import textwrap
+
+    from train.strategies import answer_strategies
+
+    pad = " " * 42
+    names = textwrap.fill(", ".join(answer_strategies()) + ")", 100, initial_indent=pad + "(NAME: ",
+                          subsequent_indent=pad + " " * 7)
+    return USAGE.format(strategies=names)
+
 
 COMMANDS = ("train", "report", "exec", "data", "unit-tests", "eval", "export")
 
@@ -45,7 +57,7 @@ def version() -> str:
 
 def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
+        print(usage())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
         print(f"vprl {version()}")
