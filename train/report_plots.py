@@ -88,7 +88,8 @@ def curves(runs: list[Run], panels: list[tuple[str, list[tuple[str, str]]]], yla
 def main_curves(runs: list[Run]) -> bytes | None:
     return curves(runs, [
         ("training reward (mean)", [("reward/mean", "")]),
-        ("held-out accuracy", [("eval/accuracy", "")]),
+        ("accuracy: greedy held-out, sampled training", [("eval/accuracy", "greedy, held-out"),
+                                                          ("rollout/accuracy", "sampled (training temperature)")]),
         ("logical accuracy (counterfactual scenes)", [("eval/logical_accuracy", "")]),
         ("programs that run (pass rate)", [("rollout/pass_rate", "rollouts"), ("eval/pass_rate", "held-out")]),
     ], free_y=("training reward (mean)",))
