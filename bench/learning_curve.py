@@ -140,7 +140,9 @@ def iteration_times(run_dir: Path) -> dict:
     return {"iteration_s": mean("time/iteration"), "eval_s": mean("time/eval"),
             "eval_share": mean("time/eval_share"), "weighted_samples": mean("rollout/weighted_samples"),
             "label_free": lines[-1].get("reward/label_free"), "iterations": len(lines),
-            "constant": lines[-1].get("eval/constant_answer_accuracy")}
+            "constant": lines[-1].get("eval/constant_answer_accuracy"),
+            # pass@1 at the training temperature, on each iteration's own training questions
+            "sampled": [m.get("rollout/accuracy") for m in lines]}
 
 
 def fmt(cell, pct: bool = True) -> str:
@@ -172,6 +174,10 @@ def table(results: dict) -> str:
                          f"per iteration {info.get('iteration_s', 0):.0f} s, of which held-out evaluation "
                          f"{100 * info.get('eval_share', 0):.0f}%; {info.get('weighted_samples', 0):.1f} "
                          f"weighted samples per iteration.")
+        if info.get("sampled"):
+            lines.append(f"Sampled accuracy by iteration (pass@1 at the training temperature on that iteration's "
+                         f"training questions, mean over seeds): "
+                         + " → ".join("-" if v is None else f"{100 * v:.1f}%" for v in info["sampled"]) + ".")
         lines.append("")
     against = [(label, res["versus"]) for label, res in results.items() if res.get("versus")]
     if against:
@@ -268,6 +274,9 @@ def main(argv=None) -> int:
         info = {k: sum(i.get(k) or 0.0 for i in infos) / len(infos) for k in ("iteration_s", "eval_s", "eval_share",
                                                                               "weighted_samples")}
         info.update(label_free=infos[0].get("label_free"), constant=infos[0].get("constant"))
+        per_iteration = [[i["sampled"][t] for i in infos if t < len(i.get("sampled", [])) and i["sampled"][t] is not None]
+                         for t in range(max(len(i.get("sampled", [])) for i in infos))]
+        info["sampled"] = [sum(v) / len(v) if v else None for v in per_iteration]
         timings = [t for t in timings if t]
         timing = {k: sum(t[k] for t in timings) / len(timings) for k in ("wall_s", "cpu_s")} if timings else {}
         first = read_run(present[0])["points"]
