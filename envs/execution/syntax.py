@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import re
 
-from .policy import (ALLOWED_MODULES, DENIED_NAMES, SAFE_DUNDER_METHODS, attribute_refusal,
-                     module_refusal)
+from .policy import (ALLOWED_MODULES, DENIED_NAMES, MAX_ANNOTATION_CHARS, SAFE_DUNDER_METHODS,
+                     attribute_refusal, module_refusal, nesting_refusal)
 
 _REFLECTION_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # "{0.__class__}".format(x) walks attributes inside a string literal.
@@ -232,9 +232,14 @@ class Checker:
             return
         for part in ast.walk(node):
             if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text = part.value.strip()
+                too_big = nesting_refusal(text, MAX_ANNOTATION_CHARS)
+                if too_big:
+                    self.refuse(node, f"a string annotation may not be {too_big}")
+                    return
                 try:
-                    parsed = ast.parse(part.value.strip(), mode="eval")
-                except (SyntaxError, ValueError):
+                    parsed = ast.parse(text, mode="eval")
+                except (SyntaxError, ValueError, MemoryError, RecursionError):
                     self.refuse(node, "a string annotation must be a valid expression")
                     return
                 inner = Checker(parsed)
