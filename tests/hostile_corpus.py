@@ -49,6 +49,8 @@ def execute_command(image):
     print(hasattr(np.mean, "marker"), hasattr(json.dumps, "marker"), hasattr(collections.Counter, "marker"))
     print(sorted(np.typecodes)[:3], len(np.typecodes["All"]), typing.List[int])
     print(int(image.sum()) % 9973, image.flags.writeable, str(ImagePatch(image).cropped_image.flags.writeable))
+    print(np.polynomial.Polynomial.window.tolist(), np.polynomial.Chebyshev.domain.tolist(), np.polynomial.Polynomial([1, 2])(3))
+    print(str(np.ma.masked_array([1, 2], mask=[0, 1])), np.polynomial.Legendre([1, 2]).domain.tolist())
     return "probe"
 """
 
@@ -169,6 +171,30 @@ RAW_MEMORY = [
         "return 'escaped: ' + str(f(np.zeros(1), shape=(10**6,), strides=(8,)).sum())")),
     Case("ctypes through an array", "raw-memory", entry(
         "return 'escaped: ' + str(getattr(image, 'cty' + 'pes').data)")),
+    # Issue 25, class 2: numpy calls that free or move a buffer while a view of it lives.
+    Case("resize without the reference check, under a live view", "raw-memory",
+         "import numpy as np\n" + entry(
+             "a = np.zeros(4)", "v = a[:]", "a.resize(10 ** 6, refcheck=False)",
+             "return 'escaped: ' + repr(v[0])")),
+    Case("resize without the reference check, keyword built at run time", "raw-memory",
+         "import numpy as np\n" + entry(
+             "a = np.arange(16.0)", "v = a[2:]", "kw = {'ref' + 'check': False}",
+             "a.resize(10 ** 6, **kw)", "v[0] = 1.0", "return 'escaped: ' + repr(v[:4].tolist())")),
+    Case("resize reached unbound, through type() and getattr", "raw-memory",
+         "import numpy as np\n" + entry(
+             "a = np.zeros(8)", "v = a[1:]", "kw = dict([('ref' + 'check', False)])",
+             "for f in (np.ndarray.resize, type(a).resize, getattr(np.ndarray, 'res' + 'ize')):",
+             "    try:", "        f(a, 10 ** 6, **kw)", "        return 'escaped: ' + repr(v[0])",
+             "    except TypeError:", "        pass", "return 'no'")),
+    Case("resize through a subclass and a class pattern", "raw-memory",
+         "import numpy as np\nclass Mine(np.ndarray):\n    pass\n" + entry(
+             "a = np.zeros(8).view(Mine)", "v = np.asarray(a)[1:]",
+             "kw = {'ref' + 'check': False}",
+             "match a:", "    case np.ndarray(resize=r):", "        r(10 ** 6, **kw)",
+             "return 'escaped: ' + repr(v[0])")),
+    Case("resize of a recarray and a matrix", "raw-memory", "import numpy as np\n" + entry(
+        "kw = {'ref' + 'check': False}", "m = np.matrix(np.zeros((2, 2)))", "v = m[0]",
+        "m.resize((900, 900), **kw)", "return 'escaped: ' + repr(v[0, 0])")),
     Case("tool image made writeable", "raw-memory", entry(
         "p = ImagePatch(image)", "a = p.cropped_image", "a.setflags(write=True)", "a[:] = 0",
         "return 'escaped: wrote the tool image'")),
@@ -227,6 +253,22 @@ STATE = [
     Case("module table mutated through a method", "state", "import numpy as np\n" + entry(
         "np.typecodes.clear()", "return 'no'")),
     Case("thread started", "state", entry("import threading", "return 'no'")),
+    # Issue 25, class 3: mutable state held by library classes and shared library objects.
+    Case("class-level array written with put", "state", "import numpy as np\n" + entry(
+        "w = np.polynomial.Polynomial.window", "try:", "    w.put(0, 5)", "except ValueError:",
+        "    pass", "return 'no'")),
+    Case("class-level array written through out=", "state", "import numpy as np\n" + entry(
+        "w = np.polynomial.Chebyshev.domain", "try:", "    np.add(w, 1, out=w)",
+        "except ValueError:", "    pass", "return 'no'")),
+    Case("class-level array made writeable again", "state", "import numpy as np\n" + entry(
+        "w = np.polynomial.Polynomial.domain", "w.setflags(write=True)", "w[0] = 7",
+        "np.copyto(np.polynomial.Polynomial.window, [3, 4])", "return 'no'")),
+    Case("class-level array reached through an instance", "state", "import numpy as np\n"
+         + entry("d = np.polynomial.Legendre([1]).domain", "d.setflags(write=True)", "d[1] = 9",
+                 "return 'no'")),
+    Case("shared library object changed through its method", "state",
+         "import numpy as np\n" + entry("np.ma.masked_print_option.set_display('escaped')",
+                                        "return 'no'")),
 ]
 
 # ---------------------------------------------------------------- D: protocol (leaky)
