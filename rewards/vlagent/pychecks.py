@@ -79,6 +79,8 @@ class _Types(ast.NodeVisitor):
                 return {"ImagePatch": PATCH, "ImageObject": OBJECT,
                         "best_image_match": PATCH, "sorted": self.kind(node.args[0]) if node.args
                         else None}.get(node.func.id)
+            if not isinstance(node.func, ast.Attribute):  # (lambda: p)(), f()(): no known kind
+                return None
             name = _call_name(node)
             owner = self.kind(node.func.value)
             if owner == PATCH and name == "find":
