@@ -154,4 +154,4 @@ def test_the_python_checks_score_any_text_without_raising(body):
     program = "def execute_command(image):\n    " + body + "\n"
     found = check_program(program, "Is there a red square?")
     assert isinstance(found, list)
-    assert repair_program(program, "Is there a red square?").program
+    assert repair_program(program, "Is there a red square?").text
