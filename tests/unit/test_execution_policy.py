@@ -343,3 +343,13 @@ def test_byte_lru_is_bounded_in_bytes_and_entries():
     assert lru.bytes <= 100 and len(lru) == 3 and lru.get(9) == "9" and lru.get(0) is None
     lru.put("huge", "x", 1000)  # the newest entry stays, whatever its size
     assert lru.get("huge") == "x" and len(lru) == 1
+
+
+def test_the_compilers_warnings_about_a_program_stay_out_of_the_trainers_log(recwarn):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under python -W error
+        report = check_program(ENTRY.format("assert (1, 'always true')\n    return '\\-'"))
+    assert report.status is None
+    assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
