@@ -28,7 +28,7 @@ import numpy as np
 
 from .policy import ALLOWED_MODULES, attribute_refusal
 
-MAX_DEPTH = 5  # attribute hops from a module; measured: nothing new appears past 4
+MAX_DEPTH = 5  # attribute hops; measured (numpy 2.4, CPython 3.11): nothing new past 3
 _CONTAINERS = (list, dict, set, bytearray, collections.deque)
 # Values that are immutable, or whose changes other layers see (types are frozen,
 # modules are views, descriptors live in frozen classes), or C objects without
