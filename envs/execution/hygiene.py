@@ -120,7 +120,7 @@ class Hygiene:
         return (not left and abc.get_cache_token() == self.abc_token
                 and _decimal_templates() == self.decimal
                 and threading.active_count() == self.threads
-                and not (self.shared_state is not None and self.shared_state.changed()))
+                and (self.shared_state is None or self.shared_state.unchanged()))
 
 
 _FLAGS = type.__dict__["__flags__"]

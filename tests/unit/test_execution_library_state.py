@@ -123,3 +123,20 @@ def test_a_change_to_a_shared_container_is_seen_by_identity():
         assert _same(original, copy)
         change(original)
         assert not _same(original, copy), original
+
+
+def test_the_fast_check_after_each_program_sees_what_the_full_one_sees(tmp_path):
+    """``unchanged`` (run after every program) against ``changed`` (which names paths), on
+    a shared object whose method writes its own state: numpy.ma's print option."""
+    code = textwrap.dedent('''
+        import numpy as np
+        from envs.execution.library_state import SharedState
+        state = SharedState({})
+        before = (state.unchanged(), state.changed())
+        np.ma.masked_print_option.set_display("X")
+        after = (state.unchanged(), state.changed())
+        print(before, after)
+    ''')
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout.strip().splitlines()[-1]
+    assert out == "(True, []) (False, ['numpy.ma.masked_print_option'])", out
