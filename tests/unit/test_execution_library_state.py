@@ -129,14 +129,20 @@ def test_the_fast_check_after_each_program_sees_what_the_full_one_sees(tmp_path)
     """``unchanged`` (run after every program) against ``changed`` (which names paths), on
     a shared object whose method writes its own state: numpy.ma's print option."""
     code = textwrap.dedent('''
+        import sys
         import numpy as np
         from envs.execution.library_state import SharedState
         state = SharedState({})
+        if sys.argv[1] == "ids":
+            state._stamps = None  # the interpreter keeps no dict version stamps
         before = (state.unchanged(), state.changed())
+        np.ma.masked_print_option.enable(True)  # the value it already has: no change
+        same = state.unchanged()
         np.ma.masked_print_option.set_display("X")
         after = (state.unchanged(), state.changed())
-        print(before, after)
+        print(before, same, after)
     ''')
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True).stdout.strip().splitlines()[-1]
-    assert out == "(True, []) (False, ['numpy.ma.masked_print_option'])", out
+    for way in ("stamps", "ids"):
+        out = subprocess.run([sys.executable, "-c", code, way], capture_output=True, text=True,
+                             timeout=300, check=True).stdout.strip().splitlines()[-1]
+        assert out == "(True, []) True (False, ['numpy.ma.masked_print_option'])", (way, out)
