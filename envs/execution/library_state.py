@@ -105,11 +105,11 @@ def _items(container):
     return list(enumerate(container))
 
 
+_HEAPTYPE = 1 << 9
+
+
 def _python_class(cls: type) -> bool:
     return bool(type.__dict__["__flags__"].__get__(cls) & _HEAPTYPE)
-
-
-_HEAPTYPE = 1 << 9
 
 
 def _instance_dict(obj):
@@ -161,9 +161,9 @@ class SharedState:
                 if attributes:
                     self.watched.append((path, attributes, _snapshot(attributes)))
 
-        # The check after each program is one pass over every watched dict at C speed
-        # (the ids of what they hold, in order); `watched` keeps those objects alive, so
-        # no id can be reused. Most programs change nothing: `changed` names the paths.
+        # The check after each program reads the dicts' version stamps, or else the ids
+        # of what they hold, in order (`watched` keeps those objects alive: no id can be
+        # reused). Most programs change nothing; `changed` names the paths, slowly.
         self._dicts = [live for _, live, _ in self.watched if type(live) is dict]
         self._dict_ids = _held_ids(self._dicts)
         self._stamps = _DictStamps(self._dicts) if _STAMP_OFFSET is not None else None
