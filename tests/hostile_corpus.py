@@ -190,7 +190,7 @@ RAW_MEMORY = [
          "import numpy as np\nclass Mine(np.ndarray):\n    pass\n" + entry(
              "a = np.zeros(8).view(Mine)", "v = np.asarray(a)[1:]",
              "kw = {'ref' + 'check': False}",
-             "match a:", "    case np.ndarray(resize=r):", "        r(10 ** 6, **kw)",
+             "match a:", "    case Mine(resize=r):", "        r(10 ** 6, **kw)",
              "return 'escaped: ' + repr(v[0])")),
     Case("resize of a recarray and a matrix", "raw-memory", "import numpy as np\n" + entry(
         "kw = {'ref' + 'check': False}", "m = np.matrix(np.zeros((2, 2)))", "v = m[0]",
