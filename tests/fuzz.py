@@ -92,11 +92,21 @@ def _deep(rng: random.Random) -> str:
     return opener * n + "1" + closer * n
 
 
+def _first_statement(program: str, statement: str) -> str:
+    """``program`` with ``statement`` run first in its entry function (a mutation placed
+    after the final return would never run)."""
+    at = program.find(HEADER)
+    if at < 0:
+        return program + _indent(statement)
+    at += len(HEADER)
+    return program[:at] + _indent(statement) + program[at:]
+
+
 def mutate(program: str, rng: random.Random) -> str:
     """One mutation of ``program``: deep nesting, a huge literal, odd Unicode, or a cut."""
     kind = rng.randrange(7)
     if kind == 0:  # deep nesting in an expression
-        return program + _indent(f"z = {_deep(rng)}")
+        return _first_statement(program, f"z = {_deep(rng)}")
     if kind == 1:  # deep nesting where the checker parses a string itself
         return f"def execute_command(image: '{_deep(rng)}'):\n    return 1\n"
     if kind == 2:  # huge literals
@@ -104,7 +114,7 @@ def mutate(program: str, rng: random.Random) -> str:
         literal = rng.choice([f"'{'x' * size}'", "9" * size, f"b'{'y' * size}'",
                               "10 ** 10 ** 10", "[0] * 10 ** 9", f"0x{'f' * size}",
                               f"1e{'9' * 400}", f"'{'{' * size}'.format()"])
-        return program + _indent(f"z = {literal}")
+        return _first_statement(program, f"z = {literal}")
     if kind == 3:  # odd characters anywhere
         chars = list(program)
         for _ in range(rng.randint(1, 4)):

@@ -53,7 +53,12 @@ def test_the_generator_uses_every_node_type_of_the_grammar():
 
 
 def _probe(ex, image, salt):
-    [result] = ex.run([f"# probe {salt}\n" + PROBE], [image])
+    # A loaded CI machine can stretch the probe past the fuzz tier's short limit; a
+    # timeout is retried (contamination shows as different output, not as slowness).
+    for attempt in range(3):
+        [result] = ex.run([f"# probe {salt} {attempt}\n" + PROBE], [image])
+        if result.status != "timeout":
+            break
     return result.status, result.stdout
 
 
@@ -68,7 +73,7 @@ def test_fuzzed_programs_raise_nothing_and_leave_no_state_behind():
     image = scene()
     stream = programs(SEED)
     statuses, fns = Counter(), {name: rewards.get(name) for name in REWARDS}
-    with Executor(timeout_s=1.0, workers=2) as ex:
+    with Executor(timeout_s=2.0, workers=2) as ex:
         ex.wait_ready()
         fresh = _probe(ex, image, "fresh")
         assert fresh[0] == "ok", fresh
