@@ -162,8 +162,13 @@ class Executor:
                 arrays.setdefault(ikey, array)
             # surrogatepass: a lone surrogate in a program is the program's problem (it
             # becomes its compile_error), never an exception that fails the batch.
-            pkey = hashlib.blake2b(program.encode("utf-8", "surrogatepass"),
-                                   digest_size=16).hexdigest()
+            try:
+                pkey = hashlib.blake2b(program.encode("utf-8", "surrogatepass"),
+                                       digest_size=16).hexdigest()
+            except Exception as exc:  # noqa: BLE001 - one program's text fails only itself
+                results[i] = _refused("compile_error", "the program could not be read "
+                                                       f"({type(exc).__name__})")
+                continue
             key = (pkey, ikey, entry)
             cached = self._cache.get(key) if self.cache_enabled else None
             if cached is not None:
