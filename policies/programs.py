@@ -201,9 +201,36 @@ def _join(head: str, completion: str) -> str:
 def _compiles(source: str) -> bool:
     try:
         compile(source, "<program>", "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # as the sandbox's check: absurd nesting
+    except Exception:  # noqa: BLE001 - as the sandbox's check: any failure means "does not compile"
         return False
     return True
+
+
+MAX_TREE_DEPTH = 400  # what the sandbox's policy allows (envs.execution.policy)
+
+
+def parse_program(source: str):
+    """``(tree, None)`` for a program text, or ``(None, (message, line))`` saying why it has
+    no syntax tree a checker may walk. Model text can make the parser raise more than
+    SyntaxError (MemoryError and RecursionError on absurd nesting, UnicodeError on a lone
+    surrogate, ValueError on a null byte), and a tree nested deeper than the recursive
+    checkers can walk is refused the same way: a reward scores such a text as unparsable
+    instead of raising for the whole batch."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return None, (exc.msg, exc.lineno)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        return None, (f"the program cannot be parsed ({type(exc).__name__})", None)
+    stack = [(tree, 1)]
+    while stack:  # iterative: the depth of this tree is the question
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            return None, ("the program is nested too deeply", None)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree, None
 
 
 def program_body(program: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from policies.programs import program_from
+from policies.programs import parse_program, program_from
 from rewards.registry import register
 
 
@@ -80,9 +80,8 @@ def format_reward(prompts, completions, **_):
     """1 when the completion yields a parsable `execute_command(image)` function."""
     out = []
     for p, c in zip(prompts, completions):
-        try:
-            tree = ast.parse(program_from(p, c))
-        except SyntaxError:
+        tree, _ = parse_program(program_from(p, c))
+        if tree is None:
             out.append(0.0)
             continue
         fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "execute_command"), None)

@@ -20,7 +20,7 @@ from .dispatch import Batch, ExecutorError
 from .images import image_key, to_array
 from .lru import ByteLRU
 from .policy import check_program
-from .results import ExecutionResult, format_error
+from .results import MAX_ERROR_CHARS, ExecutionResult, clean_text, format_error
 from .workers import ZygoteHandle
 
 DEFAULT_NAMESPACE_FACTORY = "envs.tools:build_namespace"
@@ -162,15 +162,24 @@ class Executor:
                 arrays.setdefault(ikey, array)
             # surrogatepass: a lone surrogate in a program is the program's problem (it
             # becomes its compile_error), never an exception that fails the batch.
-            pkey = hashlib.blake2b(program.encode("utf-8", "surrogatepass"),
-                                   digest_size=16).hexdigest()
+            try:
+                pkey = hashlib.blake2b(program.encode("utf-8", "surrogatepass"),
+                                       digest_size=16).hexdigest()
+            except Exception as exc:  # noqa: BLE001 - one program's text fails only itself
+                results[i] = _refused("compile_error", "the program could not be read "
+                                                       f"({type(exc).__name__})")
+                continue
             key = (pkey, ikey, entry)
             cached = self._cache.get(key) if self.cache_enabled else None
             if cached is not None:
                 self.stats["cache_hits"] += 1
                 results[i] = replace(cached)
                 continue
-            verdict = self._check(pkey, program)
+            try:
+                verdict = self._check(pkey, program)
+            except Exception as exc:  # noqa: BLE001 - one program's text fails only itself
+                verdict = _refused("compile_error", "the program could not be prepared "
+                                                    f"({type(exc).__name__})")
             if isinstance(verdict, ExecutionResult):
                 results[i] = replace(verdict)
                 self._remember(key, verdict)
@@ -194,7 +203,7 @@ class Executor:
             report = check_program(program)
             if report.status is not None:
                 message = report.message + (f" (line {report.line})" if report.line else "")
-                verdict = ExecutionResult(report.status, None, format_error(message), 0.0, None)
+                verdict = _refused(report.status, message)
                 size = _result_bytes(verdict)
             else:
                 verdict = (marshal.dumps(report.code), report.mutates_attributes)
@@ -215,6 +224,13 @@ class Executor:
 
     def _next_token(self) -> int:
         return next(self._tokens)
+
+
+def _refused(status: str, message: str) -> ExecutionResult:
+    # The message may quote the program (a SyntaxError's text): lone surrogates in it
+    # must not make the result unwritable to JSON, W&B or a terminal.
+    return ExecutionResult(status, None, clean_text(format_error(message), MAX_ERROR_CHARS),
+                           0.0, None)
 
 
 def _result_bytes(result: ExecutionResult) -> int:

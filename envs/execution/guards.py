@@ -374,3 +374,34 @@ def _array_classes() -> dict:
 
 ARRAY_CLASSES = _array_classes()
 REPLACEMENTS.update({("numpy", cls.__name__): proxy for cls, proxy in ARRAY_CLASSES.items()})
+
+
+# ---------------------------------------------------------------- numpy buffer lifetime
+
+def _array_resize(self, *new_shape, refcheck=True):
+    """What ``ndarray.resize`` is in a child: refused. It reallocates the array's buffer
+    in place; with ``refcheck=False`` it frees memory that live views still read and write
+    (a program forges object references from there), and a stand-in in Python cannot keep
+    numpy's own reference check (its frame holds references numpy would count)."""
+    raise TypeError("ndarray.resize is not available in programs (it can free memory that "
+                    "views of the array still use); numpy.resize(a, new_shape) returns a "
+                    "resized copy")
+
+
+def withdraw_array_resize() -> None:
+    """Replace ``numpy.ndarray.resize`` by :func:`_array_resize` in this process, for every
+    way a program reaches it: bound or unbound, through ``type(a)``, a subclass
+    (``recarray``, ``matrix``, its own), ``getattr`` or a class pattern. Only the zygote
+    calls this, before it forks: the parent's numpy is untouched.
+
+    numpy's classes are static types whose ``__dict__`` Python cannot assign; the mapping
+    behind the read-only proxy is reached through the garbage collector, and the type's
+    method cache is invalidated afterwards."""
+    import ctypes
+    import gc
+
+    import numpy as np
+
+    [namespace] = [d for d in gc.get_referents(np.ndarray.__dict__) if type(d) is dict]
+    namespace["resize"] = _array_resize
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(np.ndarray))

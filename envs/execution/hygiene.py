@@ -14,7 +14,9 @@ interpreter must be what the zygote left. The design (docs/threat_model.md):
   of its class, its class, function, generator or frame) still alive after a full
   garbage collection -- something kept it: a cache keyed by its object, a registry, a
   finaliser, a library object it was attached to --, any ABC registration (the global
-  ABC token moved), a change to decimal's template contexts, or an extra thread.
+  ABC token moved), a change to decimal's template contexts, an extra thread, or a
+  change to a container or object that library classes and modules share
+  (library_state.py; the shared arrays among them are read-only to begin with).
   Objects that survive without being the program's (the tools' result caches) are
   frozen after each check, so a check only ever looks at what the last program left.
 
@@ -77,7 +79,8 @@ def _decimal_templates() -> tuple:
 class Hygiene:
     """Taken in the zygote once it is frozen; each child checks itself against it."""
 
-    def __init__(self):
+    def __init__(self, shared_state=None):
+        self.shared_state = shared_state  # library_state.SharedState: shared containers
         self.context = contextvars.copy_context()
         self.random_state = random.getstate()
         self.numpy_state = np.random.get_state()
@@ -116,7 +119,8 @@ class Hygiene:
         gc.freeze()
         return (not left and abc.get_cache_token() == self.abc_token
                 and _decimal_templates() == self.decimal
-                and threading.active_count() == self.threads)
+                and threading.active_count() == self.threads
+                and (self.shared_state is None or self.shared_state.unchanged()))
 
 
 _FLAGS = type.__dict__["__flags__"]

@@ -10,6 +10,8 @@ file-system writes, network, new processes or the real ``builtins``.
 from __future__ import annotations
 
 import ast
+import re
+import warnings
 from dataclasses import dataclass
 
 # Modules a program may import. Submodules must be listed themselves: allowing
@@ -106,9 +108,68 @@ class PolicyReport:
 
 
 MAX_PROGRAM_CHARS = 100_000  # generated programs are a few hundred characters
+# Budgets checked before anything recursive runs on a program's syntax: CPython's parser,
+# its AST builder and this checker recurse, and a hostile program nests until one of them
+# runs out of stack or memory. Honest programs nest a handful of levels.
+MAX_NESTING = 100
+MAX_ANNOTATION_CHARS = 1000  # annotation strings: a type such as "list[tuple[int, str]]"
+_OPENERS, _CLOSERS = "([{", ")]}"
+# Prefix operators nest without brackets: "- - - 1", "not not x", "lambda: lambda: 1".
+_PREFIX_RUN = re.compile(r"(?:(?:[-+~]|\bnot\b|\blambda\b[^:]*:|\bawait\b)\s*){%d,}" % MAX_NESTING)
+
+
+def nesting_refusal(text: str, limit_chars: int) -> str | None:
+    """Why ``text`` is too big or too deeply nested to be parsed, judged by a linear scan
+    of its characters (before any parser sees it), or None. The scan counts brackets
+    inside string literals too: it errs towards refusing absurd text, never honest code."""
+    if len(text) > limit_chars:
+        return f"longer than {limit_chars} characters"
+    depth = deepest = 0
+    for char in text:
+        if char in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSERS:
+            depth = max(0, depth - 1)
+    if deepest > MAX_NESTING or _PREFIX_RUN.search(text):
+        return f"nested more than {MAX_NESTING} levels deep"
+    return None
+
+
+def tree_depth(tree: ast.AST, limit: int) -> bool:
+    """Whether the tree nests deeper than ``limit`` nodes (an iterative walk: no recursion
+    on a tree whose depth is the question)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def check_program(source: str, filename: str = "<program>") -> PolicyReport:
+    """The policy's verdict on one program. Whatever the text does to the parser, the
+    checker or the compiler (MemoryError, RecursionError, OverflowError, UnicodeError,
+    anything) is that program's compile_error: nothing about one program's text may raise
+    out of here and fail the batch it came in."""
+    try:
+        # The compiler warns about a program's text (an always-true assert, an invalid
+        # escape) through this process's warnings: one text per line of the trainer's log,
+        # or an exception under -W error. What it says reaches the model as the verdict.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _check(source, filename)
+    except Exception as exc:  # noqa: BLE001 - see the docstring: the text is hostile
+        return PolicyReport("compile_error", f"the program could not be checked "
+                                             f"({type(exc).__name__})")
+
+
+# An AST nests a few nodes per level of source nesting (a call is Call > Name > Load).
+_MAX_TREE_DEPTH = 4 * MAX_NESTING
+
+
+def _check(source: str, filename: str) -> PolicyReport:
     if len(source) > MAX_PROGRAM_CHARS:
         return PolicyReport("forbidden",
                             f"the program is longer than {MAX_PROGRAM_CHARS} characters")
@@ -118,6 +179,8 @@ def check_program(source: str, filename: str = "<program>") -> PolicyReport:
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc.msg}", exc.lineno)
     except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
         return PolicyReport("compile_error", f"{type(exc).__name__}: {exc}")
+    if tree_depth(tree, _MAX_TREE_DEPTH):
+        return PolicyReport("compile_error", "the program is nested too deeply")
     from .syntax import Checker, Rewriter
 
     try:

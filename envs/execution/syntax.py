@@ -16,9 +16,16 @@ from __future__ import annotations
 import ast
 import re
 
-from .policy import (ALLOWED_MODULES, DENIED_NAMES, SAFE_DUNDER_METHODS, attribute_refusal,
-                     module_refusal)
+from .policy import (ALLOWED_MODULES, DENIED_NAMES, MAX_ANNOTATION_CHARS, SAFE_DUNDER_METHODS,
+                     attribute_refusal, module_refusal, nesting_refusal)
 
+# Keywords that switch off numpy's memory-safety checks. The runtime refuses the calls
+# whatever the spelling (guards.withdraw_array_resize); this gives the literal form its
+# reason before anything runs.
+RAW_MEMORY_KEYWORDS = {
+    "refcheck": "ndarray.resize(refcheck=False) frees memory that views still use; "
+                "numpy.resize(a, shape) returns a resized copy",
+}
 _REFLECTION_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # "{0.__class__}".format(x) walks attributes inside a string literal.
 _FORMAT_TRAVERSAL = re.compile(r"\{[^{}]*[.\[]\s*_")
@@ -159,6 +166,9 @@ class Checker:
     def rule_keyword(self, node):
         if node.arg is not None and _dunder(node.arg):
             self.refuse(node, f"the keyword argument '{node.arg}' is not allowed in programs")
+        elif node.arg in RAW_MEMORY_KEYWORDS:
+            self.refuse(node, f"the keyword argument '{node.arg}' is not allowed in programs "
+                              f"({RAW_MEMORY_KEYWORDS[node.arg]})")
 
     def rule_except_handler(self, node):
         self.binding(node, node.name, "name")
@@ -232,9 +242,14 @@ class Checker:
             return
         for part in ast.walk(node):
             if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text = part.value.strip()
+                too_big = nesting_refusal(text, MAX_ANNOTATION_CHARS)
+                if too_big:
+                    self.refuse(node, f"a string annotation may not be {too_big}")
+                    return
                 try:
-                    parsed = ast.parse(part.value.strip(), mode="eval")
-                except (SyntaxError, ValueError):
+                    parsed = ast.parse(text, mode="eval")
+                except (SyntaxError, ValueError, MemoryError, RecursionError):
                     self.refuse(node, "a string annotation must be a valid expression")
                     return
                 inner = Checker(parsed)

@@ -40,12 +40,13 @@ class Warm:
     """What the zygote prepares once and every child inherits."""
 
     def __init__(self, config: dict):
-        from . import guards, policy, runtime
+        from . import guards, library_state, policy, runtime
 
         for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
             importlib.import_module(name)
         runtime.make_module_views()
         guards.patch_metaclasses()  # before the freeze makes the metaclasses immutable
+        guards.withdraw_array_resize()
         self.config = config
         self.factory = resolve_factory(config["namespace_factory"])
         self.timer = runtime.SoftTimer()
@@ -53,6 +54,8 @@ class Warm:
         report = policy.check_program("def execute_command(image):\n    return 1\n")
         runtime.run_program(report, self.fresh_namespace(), None, "execute_command",
                             self.timer, 1.0, None)
+        # Before lockdown: reading every public attribute may import lazily.
+        self.shared_state = library_state.SharedState(self.fresh_namespace())
         self.hygiene = None
 
     def freeze(self) -> None:
@@ -61,7 +64,7 @@ class Warm:
 
         gc.collect()
         hygiene.freeze_classes()
-        self.hygiene = hygiene.Hygiene()
+        self.hygiene = hygiene.Hygiene(self.shared_state)
         # Objects that exist now are never collected: children then do not write to
         # (and copy) every page of the heap when their garbage collector runs.
         gc.freeze()

@@ -73,6 +73,8 @@ def compile_expression(expr: str) -> ast.Expression:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise EvalError(f"malformed expression {expr!r}: {exc.msg}") from None
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        raise EvalError(f"the expression cannot be parsed ({type(exc).__name__})") from None
     nodes = list(ast.walk(tree))
     if len(nodes) > MAX_NODES:
         raise EvalError(f"the expression has more than {MAX_NODES} parts")

@@ -26,6 +26,7 @@ import difflib
 import inspect
 from functools import lru_cache
 
+from policies.programs import parse_program
 from rewards.vlagent import questions as Q
 from rewards.vlagent.repair import Repair
 from rewards.vlagent.ssparser import Violation
@@ -78,6 +79,8 @@ class _Types(ast.NodeVisitor):
                 return {"ImagePatch": PATCH, "ImageObject": OBJECT,
                         "best_image_match": PATCH, "sorted": self.kind(node.args[0]) if node.args
                         else None}.get(node.func.id)
+            if not isinstance(node.func, ast.Attribute):  # (lambda: p)(), f()(): no known kind
+                return None
             name = _call_name(node)
             owner = self.kind(node.func.value)
             if owner == PATCH and name == "find":
@@ -223,10 +226,9 @@ def _multi_instance(tree, types: _Types, question: str | None) -> list[Violation
 
 
 def check_program(program: str, question: str | None = None) -> list[Violation]:
-    try:
-        tree = ast.parse(program)
-    except SyntaxError as exc:
-        return [Violation("syntax", exc.lineno, f"{exc.msg}")]
+    tree, problem = parse_program(program)
+    if tree is None:
+        return [Violation("syntax", problem[1], problem[0])]
     found = [v for v, _, _ in _problems(tree, question)]
     return sorted(found, key=lambda v: (v.line is None, v.line or 0))
 

@@ -17,7 +17,7 @@ import functools
 from collections import Counter
 
 from policies import DEFAULT_MODEL
-from policies.programs import program_from
+from policies.programs import parse_program, program_from
 from rewards.registry import Reward
 
 
@@ -111,9 +111,8 @@ def located_phrases(program: str) -> list[str]:
                     and obj.kind == "str" and str(obj.value).upper() not in HALVES:
                 out.append(str(obj.value))
         return out
-    try:
-        tree = ast.parse(program)
-    except SyntaxError:
+    tree, _ = parse_program(program)
+    if tree is None:
         return []
     whole = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
              and isinstance(n.value.func, ast.Name) and n.value.func.id == "ImagePatch"

@@ -13,14 +13,15 @@ import numpy as np
 
 from envs.execution import Executor
 from tests.containment import breaches, leaky_executor, run_with_probes, scene
-from tests.hostile_corpus import CORPUS
+from tests.hostile_corpus import CORPUS, reward_hacks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_whole_corpus_is_contained_with_two_workers(tmp_path):
     with Executor(timeout_s=4.0, workers=2) as ex:
-        fresh, outcomes = run_with_probes(ex, [c for c in CORPUS if not c.leaky])
+        fresh, outcomes = run_with_probes(
+            ex, [c for c in CORPUS + reward_hacks("yes", "no") if not c.leaky])
     found = breaches(fresh, outcomes)
     with leaky_executor(tmp_path, timeout_s=4.0, workers=2) as ex:
         fresh, outcomes = run_with_probes(ex, [c for c in CORPUS if c.leaky])

@@ -12,11 +12,13 @@ import pytest
 
 from envs.execution import Executor
 from tests.containment import breaches, leaky_executor, run_with_probes
-from tests.hostile_corpus import CORPUS, escaped
+from tests.hostile_corpus import CORPUS, escaped, reward_hacks
 
 SLOW = {"keeps asking for tools past the deadline", "slow __str__ of the answer",
-        "slow __str__ of the exception"}
-PLAIN = [c for c in CORPUS if not c.leaky and c.name not in SLOW]
+        "slow __str__ of the exception", "the right answer printed, then the clock run out"}
+# The reward hacks run here as hostile programs (contained, the probe unchanged); what
+# they score is tests/integration/test_reward_hacking.py's.
+PLAIN = [c for c in CORPUS + reward_hacks("yes", "no") if not c.leaky and c.name not in SLOW]
 LEAKY = [c for c in CORPUS if c.leaky]
 
 
@@ -68,6 +70,7 @@ def test_the_corpus_covers_every_class_of_the_issue():
     assert {c.cls for c in CORPUS} == {"guards", "raw-memory", "state", "protocol", "parent",
                                        "kernel"}
     assert len(CORPUS) >= 50
+    assert len(reward_hacks("yes", "no")) >= 15
 
 
 def test_breaches_are_reported(plain_outcomes):

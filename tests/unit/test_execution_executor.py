@@ -314,3 +314,31 @@ def test_the_compiled_program_cache_is_bounded_in_bytes(ex):
         assert len(ex._checks) < 8
     finally:
         ex._checks.max_bytes = limit
+
+
+def test_anything_the_parent_does_with_one_programs_text_fails_only_that_program(ex, monkeypatch):
+    """Issue 25, class 1: an exception while checking, compiling or caching one program
+    (here injected into marshal, the step after the checker) is that program's status;
+    its batch-mates still run."""
+    from envs.execution import executor as executor_module
+
+    real_dumps = executor_module.marshal.dumps
+
+    class Marshal:
+        @staticmethod
+        def dumps(code):
+            if "poison" in code.co_consts or any("poison" in getattr(c, "co_consts", ())
+                                                  for c in code.co_consts):
+                raise ValueError("unmarshallable code")
+            return real_dumps(code)
+    monkeypatch.setattr(executor_module, "marshal", Marshal)
+    hostile = [entry("return 'poison'"),
+               "def execute_command(image: '" + "-" * 50_000 + "1'):\n    return 1\n",
+               entry("return " + "not " * 20_000 + "1"),
+               entry("return '\ud800' + " + "(" * 150 + "1" + ")" * 150)]
+    results = ex.run(hostile + [entry("return 'honest'")], [RGB] * 5)
+    assert [r.status for r in results[:4]] == ["compile_error", "forbidden", "compile_error",
+                                               "compile_error"], results
+    assert results[4].status == "ok" and results[4].answer == "honest"
+    for r in results:
+        json.dumps(r.to_dict()).encode("utf-8")  # every result can be logged

@@ -103,6 +103,73 @@ def test_null_bytes_and_deep_nesting_do_not_crash_the_checker():
     assert check_program("x = " + "(" * 5000 + ")" * 5000).status == "compile_error"
 
 
+# Issue 25, class 1: text that makes the parser, the AST builder or the checker raise
+# something other than SyntaxError (MemoryError from CPython's parser stack, RecursionError,
+# UnicodeError, ...), in the program and in the annotation strings the checker parses itself.
+HOSTILE_TEXTS = {
+    "annotation: unary chain (MemoryError in the parser)": "'" + "-" * 50_000 + "1'",
+    "annotation: not chain": "'" + "not " * 20_000 + "1'",
+    "annotation: lambda chain": "'" + "lambda: " * 10_000 + "1'",
+    "annotation: short but deep unary chain": "'" + "-" * 150 + "1'",
+    "annotation: short but deep brackets": "'" + "[" * 150 + "]" * 150 + "'",
+    "annotation: binop chain": "'" + "1+" * 40_000 + "1'",
+    "annotation: huge literal": "'" + "9" * 5000 + "'",
+    "annotation: lone surrogate": "'\ud800'",
+    "annotation: null byte": "'a\x00b'",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEXTS)
+def test_hostile_annotation_strings_are_the_programs_own_status(name):
+    source = f"def execute_command(image: {HOSTILE_TEXTS[name]}):\n    return 1\n"
+    report = check_program(source)
+    assert report.status in ("compile_error", "forbidden") and report.message, report
+
+
+@pytest.mark.parametrize("body", [
+    "return " + "-" * 90_000 + "1",
+    "return " + "not " * 20_000 + "1",
+    "return " + "1+" * 40_000 + "1",
+    "return image" + ".x" * 40_000,
+    "return f" + "()" * 30_000,
+    "return " + "[" * 90 + "1" + "]" * 90 + " + " + "(" * 90 + "1" + ")" * 90,
+    "return " + "9" * 99_000,
+    "return '\ud800'",
+    "return b'\\x00' + '\x00'",
+])
+def test_hostile_program_texts_are_the_programs_own_status(body):
+    report = check_program(ENTRY.format(body))
+    assert report.status in ("compile_error", "forbidden") or report.code is not None, report
+
+
+def test_a_deep_tree_is_refused_before_the_recursive_checker_runs():
+    # 95 brackets pass CPython's own limit (200) but nest the AST past the budget
+    # only together with calls; the walk that measures depth does not recurse.
+    from envs.execution.policy import tree_depth
+    import ast
+
+    assert tree_depth(ast.parse("f(" * 150 + ")" * 150), 400) is False
+    assert tree_depth(ast.parse("-" * 600 + "1"), 400) is True
+
+
+def test_any_exception_inside_the_checker_is_a_compile_error(monkeypatch):
+    """Whatever a fuzzer finds next, the catch-all turns it into this program's status."""
+    from envs.execution import policy
+
+    def explode(source, filename):
+        raise OverflowError("somewhere deep in the checker")
+    monkeypatch.setattr(policy, "_check", explode)
+    report = policy.check_program(ENTRY.format("return 1"))
+    assert report.status == "compile_error" and "OverflowError" in report.message
+
+
+def test_honest_annotations_still_pass():
+    source = ("from typing import List\n"
+              "def execute_command(image: 'np.ndarray') -> 'List[tuple[int, str]]':\n"
+              "    x: 'dict[str, list[int]]' = {}\n    return 1\n")
+    assert check_program(source).status is None
+
+
 @pytest.mark.parametrize("value,expected", [
     (["Red", "blue"], "red"),
     ([], "no"),
@@ -276,3 +343,13 @@ def test_byte_lru_is_bounded_in_bytes_and_entries():
     assert lru.bytes <= 100 and len(lru) == 3 and lru.get(9) == "9" and lru.get(0) is None
     lru.put("huge", "x", 1000)  # the newest entry stays, whatever its size
     assert lru.get("huge") == "x" and len(lru) == 1
+
+
+def test_the_compilers_warnings_about_a_program_stay_out_of_the_trainers_log(recwarn):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under python -W error
+        report = check_program(ENTRY.format("assert (1, 'always true')\n    return '\\-'"))
+    assert report.status is None
+    assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]

@@ -141,3 +141,17 @@ def test_python_lists_of_patches_and_repairs():
     assert repair_program(fixed.text, Q_BOTH).text == fixed.text
     assert repair_program(PY_GOOD, Q_BOTH).text == PY_GOOD
     assert repair_program(PY_CASES["undefined_variable"]).valid
+
+
+@pytest.mark.parametrize("body", [
+    "return (lambda: ImagePatch(image))().find('x')",   # a call of a call: found by the fuzz tier
+    "return [f for f in []][0]().exists('x')",
+    "return " + "-" * 90_000 + "1",                    # MemoryError in the parser
+    "return " + "1+" * 40_000 + "1",                   # RecursionError in the AST builder
+    "return 'a\ud800'",                                # UnicodeError
+])
+def test_the_python_checks_score_any_text_without_raising(body):
+    program = "def execute_command(image):\n    " + body + "\n"
+    found = check_program(program, "Is there a red square?")
+    assert isinstance(found, list)
+    assert repair_program(program, "Is there a red square?").text
