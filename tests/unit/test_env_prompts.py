@@ -9,7 +9,6 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from envs.execution import Executor
 from envs.execution.policy import check_program
 from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family, render_refinement
 from policies.programs import program_from
@@ -98,12 +97,6 @@ def scene_image():
     scene = Scene([Obj("circle", "red", "large", 60, 190), Obj("square", "blue", "small", 200, 60),
                    Obj("triangle", "green", "large", 70, 60)])
     return render(scene)
-
-
-@pytest.fixture(scope="module")
-def executor():
-    with Executor(workers=1) as ex:
-        yield ex
 
 
 def run_examples(executor, image, name, questions):

@@ -213,7 +213,11 @@ def test_shared_executor_is_one_per_process():
         assert first.run([entry("return 'x'")], [RGB])[0].answer == "x"
     finally:
         first.close()
-    assert shared_executor.__module__  # a closed one is replaced on next use, not reused
+    again = shared_executor(namespace_factory=PLAIN, workers=1)  # a closed one is replaced, not reused
+    try:
+        assert again is not first and again.run([entry("return 'y'")], [RGB])[0].answer == "y"
+    finally:
+        again.close()
 
 
 # ---------------------------------------------------------------- real tools

@@ -136,14 +136,6 @@ def shapes_image():
     return build_dataset(train=2, validation=0, test=0, progress=False)["train"][0]["image"]
 
 
-@pytest.fixture(scope="module")
-def executor():
-    from envs.execution import Executor
-
-    with Executor(workers=1) as ex:
-        yield ex
-
-
 # Errors that mean "the shapes backend lacks this tool", not "the program is wrong".
 MISSING_TOOL = re.compile(r"NotImplementedError|AttributeError: .*ImagePatch|llm_query needs")
 

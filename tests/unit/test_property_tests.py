@@ -31,12 +31,6 @@ def program(body: str) -> str:
     return f"def execute_command(image):\n    {body}\n"
 
 
-@pytest.fixture(scope="module")
-def ex():
-    with Executor(workers=1) as executor:
-        yield executor
-
-
 # ---------------------------------------------------------------- static checks
 
 def test_vacuous_asserts_are_flagged_and_dropped():

@@ -8,7 +8,6 @@ import pytest
 
 from envs.data.programs import reference_program
 from envs.data.shapes import build_dataset
-from envs.execution import Executor
 from train.admission import check_options, label_columns
 from train.config import SelfPlayConfig
 from train.selfplay import SelfPlay
@@ -21,12 +20,6 @@ def rows():
     rows = [dict(r) for r in build_dataset(train=60, validation=0, test=0, seed=5, progress=False)["train"]]
     yes = [r for r in rows if r["answer"] == "yes" and r["family"] in ("existence", "spatial_verify")][:2]
     return yes
-
-
-@pytest.fixture(scope="module")
-def executor():
-    with Executor(workers=1) as ex:
-        yield ex
 
 
 def _rollouts(rows, executor):

@@ -8,7 +8,6 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from envs.execution import Executor
 from rewards.unit_tests.suite import Suite
 from rewards.unit_tests.types import UnitTest
 from train.strategies import Scoring, choose
@@ -26,12 +25,6 @@ SUITE = Suite("Is there a red circle?",
               [UnitTest("a red circle", "yes"), UnitTest("a blue square", "no"), UnitTest("a red square", "no")],
               [RED_CIRCLE, BLUE_SQUARE, RED_SQUARE])
 ROWS = [{"question": "Is there a red circle?", "answer": "yes", "image": RED_CIRCLE}]
-
-
-@pytest.fixture(scope="module")
-def ex():
-    with Executor(workers=1) as executor:
-        yield executor
 
 
 def test_base_and_majority(ex):

@@ -10,7 +10,6 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from envs.execution import Executor
 from envs.prompts import get_family
 from envs.tools import build_namespace
 from envs.visprog import EvalError, evaluate, extract_script, parse_script, script_of, script_program
@@ -146,12 +145,6 @@ def test_visprog_prompt_has_the_cot_line_k_examples_and_the_question():
 
 
 # ------------------------------------------------------------------ in the sandbox
-@pytest.fixture(scope="module")
-def ex():
-    with Executor(workers=1) as executor:
-        yield executor
-
-
 def test_scripts_run_in_the_sandbox_with_the_programs_statuses(ex):
     both = ("BOX0=LOC(image=IMAGE,object='circle')\nIMAGE_ARRAY0=CROP_EACH(image=IMAGE,box=BOX0,k=2)\n"
             "ANSWER0=VQA(image=IMAGE_ARRAY0,question='What size is the circle?')\n"

@@ -8,7 +8,6 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from envs.execution import Executor
 from envs.visprog import script_program
 from train.strategies import vlagent
 
@@ -30,12 +29,6 @@ class BothYes:
     def batch(self, prompts, long_answers):
         return [("Yes" if "both" in p else "No") if "yes or no" in p else "A" if "A or B" in p
                 else "yes" for p in prompts]
-
-
-@pytest.fixture(scope="module")
-def ex():
-    with Executor(workers=1) as executor:
-        yield executor
 
 
 def test_stages_from_naive_to_ensemble(ex):
