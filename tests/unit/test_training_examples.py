@@ -65,3 +65,31 @@ def test_a_run_that_picks_best_on_held_out_labels_is_not_label_free(monitor, fre
     rewards = SimpleNamespace(label_columns=lambda: {"viunit": ()})  # a label-free reward
     pool = SimpleNamespace(uses_pool=False, label_columns=lambda: ("answer",))
     assert (not any(labels_read(rewards, pool, monitor).values())) is free
+
+
+def _fake_rollout(rewards_by_round):
+    """train.iterate.rollout's stand-in: round r's questions get rewards_by_round[r]."""
+    def rollout(loop, batch, iteration, admit=True, purpose="rollout", round_=0):
+        rows = [SimpleNamespace(reward=r, prompt_family="f", row=q) for q in range(len(batch))
+                for r in rewards_by_round[round_]]
+        return rows, {"pool/f/admitted_now": 1, "refine/rounds": round_}
+    return rollout
+
+
+@pytest.mark.parametrize("dynamic, rounds_run", [(False, 1), (True, 3)])
+def test_dynamic_sampling_draws_rounds_until_enough_questions_disagree(monkeypatch, dynamic, rounds_run):
+    import train.iterate as it
+
+    cfg = Config()
+    cfg.questions_per_iteration, cfg.objective.dynamic_sampling, cfg.objective.max_sampling_rounds = 4, dynamic, 5
+    loop = SimpleNamespace(cfg=cfg, train_rows=[{"id": i} for i in range(40)],
+                           accelerator=SimpleNamespace(num_processes=1), rank=0)
+    # Rounds 0 and 1: every question settled (all right, all wrong); round 2: all 4 disagree,
+    # which meets the target of 4, so round 3 never runs.
+    monkeypatch.setattr(it, "rollout", _fake_rollout([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [1.0, 0.0]]))
+    batch, rollouts, metrics = it.sample_rollouts(loop, 0)
+    assert metrics["rollout/sampling_rounds"] == rounds_run
+    assert len(batch) == 4 * rounds_run and len({ro.row for ro in rollouts}) == len(batch)  # rows re-indexed
+    assert metrics["rollout/informative_questions"] == (4 if dynamic else 0)
+    assert metrics["pool/f/admitted_now"] == rounds_run  # admissions add up over rounds
+    assert len({r["id"] for r in batch}) == len(batch)  # no question drawn twice
