@@ -22,7 +22,8 @@ class GenerationConfig:
     batch_size: int = 32  # prompts x programs generated together
     prefix_cache: bool = True  # encode the prompt prefix shared by a batch once
     eval_temperature: float = 0.0  # held-out evaluation (0: greedy)
-    gpu_memory_utilization: float = 0.3  # vllm: share of the GPU its engine takes beside the trainer
+    gpu_memory_utilization: float = 0.3  # vllm: share of each rank's GPU its engine takes (weights + KV cache) beside the trainer
+    max_model_len: int | None = None  # vllm: longest prompt + program it holds (sizes its KV cache); null: the model's own limit
 
 
 @dataclass

@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.print_config:
             print(to_yaml(cfg), end="")
             return 0
-        validate(cfg)
+        skipped: list[str] = []  # a dry run names what needs a download instead of refusing it
+        validate(cfg, skipped if args.dry_run else None)
         run_dir = cfg.run_dir
         from train.checkpoint import completed_iterations
 
@@ -151,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"run folder {run_dir} already has iterations; pass resume=true to continue it "
                               "or choose another run_name")
         if args.dry_run:
-            return dry_run(cfg)
+            return dry_run(cfg, skipped, args.accelerate_config, args.num_processes)
+        from train.machine import check_start
+
+        check_start(cfg)  # a GPU-only setting without a GPU, a missing vLLM/DeepSpeed: one line, now
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
