@@ -17,10 +17,20 @@ set -uo pipefail
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 CONFIG=${CONFIG:?set CONFIG to an experiment YAML}
 ZERO=${ZERO:-2}
+PY=${PYTHON:-python}
 ACCEL_CONFIG=${ACCEL_CONFIG:-configs/accelerate/zero${ZERO}.yaml}
-GPUS_PER_NODE=${GPUS_PER_NODE:-$(nvidia-smi -L | wc -l)}
+GPUS_PER_NODE=${GPUS_PER_NODE:-$("$PY" -c 'from train.machine import gpu_count; print(gpu_count())')}
+if [ "$GPUS_PER_NODE" -lt 1 ]; then
+    echo "slurm.sh: error: no GPU on $(hostname); ask for them (sbatch --gpus-per-node=G) or set GPUS_PER_NODE" >&2
+    exit 2
+fi
 MASTER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 PORT=${MASTER_PORT:-29500}
+NPROC=$((SLURM_NNODES * GPUS_PER_NODE))
+# Refuse here, once, what every rank would refuse: a missing package, disagreeing precision.
+"$PY" -m train.launch --check --config "$CONFIG" --accelerate-config "$ACCEL_CONFIG" \
+    --num-processes "$NPROC" "$@" || exit 2
+export ACCEL_CONFIG MASTER PORT NPROC CONFIG
 
 preempted=0
 on_signal() {
@@ -33,10 +43,12 @@ trap on_signal USR1 TERM
 # The launcher ignores SIGTERM: accelerate's one-process launcher would otherwise die at
 # once and end the job step (its processes killed) while the rank is still saying why it
 # stopped; torchrun's agent installs its own handler, passes the signal on and waits.
-srun --kill-on-bad-exit=1 bash -c "trap '' TERM; accelerate launch --config_file $ACCEL_CONFIG \
-    --num_machines $SLURM_NNODES --machine_rank \$SLURM_NODEID --main_process_ip $MASTER \
-    --main_process_port $PORT --num_processes $((SLURM_NNODES * GPUS_PER_NODE)) \
-    train/iterate.py --config $CONFIG $* resume=true" &
+# The arguments travel as arguments ("$@" of the inner bash), never pasted into its
+# command string, so 'rewards=[correctness, parse]' arrives as one override.
+srun --kill-on-bad-exit=1 bash -c 'trap "" TERM; accelerate launch --config_file "$ACCEL_CONFIG" \
+    --num_machines "$SLURM_NNODES" --machine_rank "$SLURM_NODEID" --main_process_ip "$MASTER" \
+    --main_process_port "$PORT" --num_processes "$NPROC" \
+    train/iterate.py --config "$CONFIG" "$@" resume=true' slurm-task "$@" &
 train_pid=$!
 wait "$train_pid"; status=$?
 while kill -0 "$train_pid" 2>/dev/null; do wait "$train_pid"; status=$?; done  # `wait` returns early on a trapped signal
