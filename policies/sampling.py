@@ -15,7 +15,7 @@ from policies.programs import ProgramEnd
 class GenerationConfig:
     """The `generation:` section of an experiment config (train.config adds its range rules)."""
 
-    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a GPU and `pip install -e '.[vllm]'`
+    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a CUDA GPU and the gpu extra (`make venv-gpu`)
     temperature: float = 1.0  # sampling temperature of the rollouts (0: greedy)
     top_p: float = 0.9
     max_new_tokens: int = 320

@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     zero3 = accelerator.state.deepspeed_plugin is not None and accelerator.state.deepspeed_plugin.zero_stage == 3
     generator = make_generator(cfg.generation, policy, tokenizer, model=cfg.model, seed=cfg.seed,
                                stop=get_family(cfg.env.prompt).stop,  # a script ends at a blank line
-                               max_lora_rank=cfg.lora.r, world=world,
+                               max_lora_rank=cfg.lora.r, world=world, dtype=cfg.dtype,
                                sync=any_rank(accelerator.device) if zero3 and world > 1 else None)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached

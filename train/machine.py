@@ -25,9 +25,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policies.vllm_backend import INSTALL
 from train.config_rules import ConfigError
-
-INSTALL = "make venv-gpu (or pip install -e '.[gpu]' on a CUDA 12.8 machine)"
 
 
 @dataclass
