@@ -22,10 +22,10 @@ from pathlib import Path
 ACCEL = Path("configs/accelerate")
 
 
-def pick(gpus: int, zero: int | None = None) -> tuple[str, int]:
+def pick(gpus: int, zero: int | None = None) -> tuple[str, int | None]:
     """(accelerate config file, number of processes) for a machine with `gpus` GPUs."""
-    if zero is not None:
-        return str(ACCEL / f"zero{zero}.yaml"), max(gpus, 1)
+    if zero is not None:  # no GPU: the file's own count, which the machine check then refuses
+        return str(ACCEL / f"zero{zero}.yaml"), gpus or None
     if gpus == 0:
         return str(ACCEL / "cpu.yaml"), 1
     if gpus == 1:
