@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Multi-node under SLURM: `CONFIG=configs/X.yaml sbatch --nodes=N --gpus-per-node=G launch/slurm.sh key=value ...`
+# Check a job before submitting it (no GPU needed; SLURM_NNODES and GPUS_PER_NODE stand
+# for what sbatch would give): `CONFIG=... SLURM_NNODES=4 GPUS_PER_NODE=8 launch/slurm.sh --dry-run`
 #
 # One accelerate launcher per node (srun, one task per node; the accelerate configs use
 # DeepSpeed's "standard" multinode launcher, so no pdsh/ssh), each starting G ranks.
@@ -20,6 +22,15 @@ ZERO=${ZERO:-2}
 PY=${PYTHON:-python}
 ACCEL_CONFIG=${ACCEL_CONFIG:-configs/accelerate/zero${ZERO}.yaml}
 GPUS_PER_NODE=${GPUS_PER_NODE:-$("$PY" -c 'from train.machine import gpu_count; print(gpu_count())')}
+for arg in "$@"; do [ "$arg" = --dry-run ] && DRY_RUN=1; done
+if [ "${DRY_RUN:-0}" = 1 ]; then
+    # Check the job here, before sbatch: the launch file for SLURM_NNODES x GPUS_PER_NODE
+    # ranks, the config, the data and the model; what needs a GPU is named as skipped.
+    NPROC=$(( ${SLURM_NNODES:-1} * GPUS_PER_NODE ))
+    count=()
+    [ "$NPROC" -gt 0 ] && count=(--num-processes "$NPROC")  # else the launch file's own count
+    exec "$PY" -m train.launch --config "$CONFIG" --accelerate-config "$ACCEL_CONFIG" "${count[@]}" "$@"
+fi
 if [ "$GPUS_PER_NODE" -lt 1 ]; then
     echo "slurm.sh: error: no GPU on $(hostname); ask for them (sbatch --gpus-per-node=G) or set GPUS_PER_NODE" >&2
     exit 2

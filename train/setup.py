@@ -195,12 +195,14 @@ def dry_run(cfg: Config, skipped: list[str] = (), launch_file: str | None = None
 
     skipped = list(skipped)
     launch = machine.read_launch(launch_file, num_processes) if launch_file else machine.launch_from_env()
-    for p in machine.problems(cfg, launch, machine.gpu_count()):
+    found = machine.problems(cfg, launch, machine.gpu_count())
+    elsewhere = any(p.kind == "machine" for p in found)  # a run meant for another machine: its notes are moot
+    for p in found:
         if p.kind in ("machine", "package"):
             skipped.append(f"{p.kind}: {p.text}")
         elif p.refused:
             raise ConfigError(p.text)
-        else:
+        elif not elsewhere:
             print(f"note: {p.text}")
     print(f"config: valid ({cfg.iterations} iterations x {cfg.questions_per_iteration} questions x "
           f"{cfg.programs_per_question} programs; rewards {', '.join(s.name for s in cfg.rewards)})")
