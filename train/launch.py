@@ -1,9 +1,9 @@
 """Start a run with the launch that fits this machine (`launch/local.sh` runs this).
 
-    python -m train.launch --config configs/X.yaml [--zero 2|3] [--dry-run] [key=value ...]
+    python -m train.launch --config configs/X.yaml [--gpus N] [--zero 2|3] [--dry-run] [key=value ...]
 
-It counts the CUDA GPUs (VPRL_GPUS overrides; else nvidia-smi, else torch) and picks the
-accelerate config: none -> configs/accelerate/cpu.yaml, one -> gpu_1.yaml (no DeepSpeed),
+It counts the CUDA GPUs (VPRL_GPUS overrides; else nvidia-smi, else torch), or takes the
+count to plan for (--gpus), and picks the accelerate config: none -> configs/accelerate/cpu.yaml, one -> gpu_1.yaml (no DeepSpeed),
 several -> multi_gpu.yaml (DDP) on all of them, or zero2.yaml / zero3.yaml with --zero.
 Before anything starts, the config and that file are checked against the machine
 (train/machine.py): a GPU-only setting here, a missing vLLM or DeepSpeed, disagreeing
@@ -37,13 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="launch/local.sh", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n", 2)[2],
-        epilog="examples:\n  CONFIG=configs/gqa_rwr_1gpu.yaml launch/local.sh --dry-run\n"
-               "  CONFIG=configs/gqa_rwr_8gpu.yaml ZERO=2 launch/local.sh iterations=3")
+        epilog="examples:\n  CONFIG=configs/gqa_rwr_1gpu.yaml GPUS=1 launch/local.sh --dry-run\n"
+               "  CONFIG=configs/gqa_rwr_8gpu.yaml GPUS=8 ZERO=2 launch/local.sh iterations=3")
     parser.add_argument("--config", required=True, help="experiment YAML (CONFIG= in launch/local.sh)")
     parser.add_argument("--zero", type=int, choices=(2, 3), help="DeepSpeed ZeRO stage on the GPUs (ZERO=)")
     parser.add_argument("--accelerate-config", metavar="FILE",
                         help="use this accelerate config instead of picking one (ACCEL_CONFIG=)")
-    parser.add_argument("--gpus", type=int, metavar="N", help="the GPU count to plan for (default: detected)")
+    parser.add_argument("--gpus", type=int, metavar="N",
+                        help="plan the launch for N GPUs (GPUS=); default: the GPUs detected here. A run needs that "
+                             "many; a dry run checks the planned launch on any machine")
     parser.add_argument("--num-processes", type=int, metavar="N",
                         help="processes in all (default: one per GPU, or the --accelerate-config file's)")
     parser.add_argument("--dry-run", action="store_true",
@@ -68,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args, overrides = build_parser().parse_known_args(argv)
     try:
-        gpus = args.gpus if args.gpus is not None else machine.gpu_count()
+        detected = machine.gpu_count()
+        gpus = args.gpus if args.gpus is not None else detected
         file, nproc = plan(args, gpus)
         if args.dry_run:
             from train.iterate import main as train_main
@@ -79,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config, overrides)
         if args.check:
             validate(cfg)
-        found = machine.problems(cfg, launch, gpus)
+        found = machine.problems(cfg, launch, detected)
+        if gpus > detected:
+            found.insert(0, machine.Problem("machine", f"the launch is planned for {gpus} GPU(s) (GPUS={gpus}) and "
+                                                       f"this machine has {detected}"))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
