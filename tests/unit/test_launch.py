@@ -193,3 +193,26 @@ def test_slurm_sh_refuses_a_node_without_gpus_and_a_config_it_cannot_run(tmp_pat
     assert proc.returncode == 2 and not calls  # refused once, before srun starts anything
     assert proc.stderr.strip().splitlines()[-1] == ("error: lora.init=base is not supported under DeepSpeed; "
                                                     "use lora.init=continue")
+
+
+# -------------------------------------------------------------------- the recipes' files
+
+RECIPES = {"configs/gqa_rwr_1gpu.yaml": ("gpu_1", 1), "configs/gqa_rwr_8gpu.yaml": ("zero2", 8),
+           "configs/gqa_rwr_multinode.yaml": ("zero3", 32)}
+
+
+@pytest.mark.parametrize("path", sorted(RECIPES))
+def test_gpu_recipes_are_bf16_end_to_end_and_fit_a_gpu_machine(path):
+    """Each recipe's config with the launch file its README command uses: bf16 in all three
+    places, nothing refused on a machine with the GPUs and the gpu extra installed."""
+    accel, procs = RECIPES[path]
+    cfg = load_config(ROOT / path)
+    assert Path(path).stem.count("_") == 2 and Path(path).stem.split("_")[2] in ("1gpu", "8gpu", "multinode")
+    assert cfg.dtype == "bfloat16" and "/" in cfg.model and cfg.model.startswith("Qwen/Qwen2.5-Coder-")
+    assert (cfg.data.name, cfg.env.backend, cfg.env.backend_kwargs["device"]) == ("gqa", "hf", "cuda")
+    launch = _launch(accel, procs)
+    assert machine.problems(cfg, launch, gpus=8, packages=lambda n: True) == []
+    assert machine.precision_line(cfg, launch) in ("bfloat16 weights; DeepSpeed bf16 on",
+                                                   "bfloat16 weights; mixed_precision bf16")
+    if cfg.generation.backend == "vllm":
+        assert cfg.generation.max_model_len and 0 < cfg.generation.gpu_memory_utilization < 0.5
