@@ -216,3 +216,22 @@ def test_gpu_recipes_are_bf16_end_to_end_and_fit_a_gpu_machine(path):
                                                    "bfloat16 weights; mixed_precision bf16")
     if cfg.generation.backend == "vllm":
         assert cfg.generation.max_model_len and 0 < cfg.generation.gpu_memory_utilization < 0.5
+
+
+# -------------------------------------------------------------------- gpu_check.sh
+
+
+def test_gpu_check_refuses_a_machine_without_cuda_in_one_line():
+    proc = _run(["bash", "launch/gpu_check.sh"], PYTHON=sys.executable)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == f"error: no CUDA device visible to {sys.executable}; run this on a GPU machine"
+
+
+def test_gpu_checks_name_what_a_bare_machine_lacks():
+    from tests.gpu import checks
+
+    with pytest.raises(checks.Skip, match=r"^not installed here: no_such_pkg_x \(make venv-gpu installs them\)$"):
+        checks.need("torch", "no_such_pkg_x")
+    names = [c.__name__ for c in checks.CHECKS]
+    assert len(set(names)) == len(names) and names.index("vllm_trains_two_iterations_and_resumes") > names.index(
+        "decode_vs_static_cache")  # the quick checks first: a spent budget cuts the long ones
