@@ -225,12 +225,17 @@ def precision_line(cfg, launch: Launch) -> str:
     return f"{cfg.dtype} weights; mixed_precision {launch.mixed_precision}"
 
 
-def check_start(cfg, say=print) -> None:
-    """At start-up: a refused problem is a ConfigError (one line, exit 2); notes are said."""
-    found = problems(cfg, launch_from_env(), gpu_count())
+def check_start(cfg, say=print, env=None) -> None:
+    """At start-up: a refused problem is a ConfigError (one line, exit 2); notes are said.
+    Every rank checks, rank 0 alone speaks: one line however many processes were launched."""
+    env = os.environ if env is None else env
+    first = int(env.get("RANK", "0") or 0) == 0
+    found = problems(cfg, launch_from_env(env), gpu_count(env))
     for p in found:
-        if not p.refused:
+        if not p.refused and first:
             say(f"note: {p.text}")
     refused = [p for p in found if p.refused]
     if refused:
+        if not first:
+            raise SystemExit(2)
         raise ConfigError(refused[0].text)

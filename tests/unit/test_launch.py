@@ -235,3 +235,25 @@ def test_gpu_checks_name_what_a_bare_machine_lacks():
     names = [c.__name__ for c in checks.CHECKS]
     assert len(set(names)) == len(names) and names.index("vllm_trains_two_iterations_and_resumes") > names.index(
         "decode_vs_static_cache")  # the quick checks first: a spent budget cuts the long ones
+
+
+def test_at_start_up_every_rank_refuses_and_rank_0_alone_says_why(capsys):
+    """What train/iterate.py runs after the config checks, under an 8-process DeepSpeed launch."""
+    env = {"PATH": os.environ["PATH"], "VPRL_GPUS": "0", "WORLD_SIZE": "8", "ACCELERATE_USE_DEEPSPEED": "true",
+           "ACCELERATE_DEEPSPEED_CONFIG_FILE": str(ROOT / "configs/deepspeed/zero2.json")}
+    cfg = _cfg("dtype=bfloat16")
+    with pytest.raises(machine.ConfigError, match="runs DeepSpeed over 8 processes, which needs a CUDA GPU each"):
+        machine.check_start(cfg, env={**env, "RANK": "0"})
+    with pytest.raises(SystemExit):
+        machine.check_start(cfg, env={**env, "RANK": "3"})
+    assert capsys.readouterr().out.count("note: dtype=bfloat16 without a GPU") == 1
+
+
+def test_iterate_refuses_vllm_without_a_gpu_before_loading_anything(tmp_path):
+    """The trainer started directly (no launcher): one line, exit 2, no run folder."""
+    proc = _run([sys.executable, "train/iterate.py", "--config", CPU_CONFIG, "generation.backend=vllm",
+                 f"output_dir={tmp_path}"], FAKE_GPUS="0")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == ("error: generation.backend=vllm needs a CUDA GPU and this machine has none; "
+                                   "use generation.backend=hf on CPUs")
+    assert not list(tmp_path.iterdir())
