@@ -3,8 +3,9 @@
     python -m train.launch --config configs/X.yaml [--gpus N] [--zero 2|3] [--dry-run] [key=value ...]
 
 It counts the CUDA GPUs (VPRL_GPUS overrides; else nvidia-smi, else torch), or takes the
-count to plan for (--gpus), and picks the accelerate config: none -> configs/accelerate/cpu.yaml, one -> gpu_1.yaml (no DeepSpeed),
-several -> multi_gpu.yaml (DDP) on all of them, or zero2.yaml / zero3.yaml with --zero.
+count to plan for (--gpus), and picks the accelerate config: none ->
+configs/accelerate/cpu.yaml, one -> gpu_1.yaml (no DeepSpeed), several -> multi_gpu.yaml
+(DDP) on all of them, or zero2.yaml / zero3.yaml with --zero.
 Before anything starts, the config and that file are checked against the machine
 (train/machine.py): a GPU-only setting here, a missing vLLM or DeepSpeed, disagreeing
 precision is one line and exit status 2. `--dry-run` runs the trainer's dry run with the
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="launch/local.sh", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n", 2)[2],
-        epilog="examples:\n  CONFIG=configs/gqa_rwr_1gpu.yaml GPUS=1 launch/local.sh --dry-run\n"
+        epilog="Every other argument is a config override (key=value), passed on as one argument.\n\nexamples:\n  CONFIG=configs/gqa_rwr_1gpu.yaml GPUS=1 launch/local.sh --dry-run\n"
                "  CONFIG=configs/gqa_rwr_8gpu.yaml GPUS=8 ZERO=2 launch/local.sh iterations=3")
     parser.add_argument("--config", required=True, help="experiment YAML (CONFIG= in launch/local.sh)")
     parser.add_argument("--zero", type=int, choices=(2, 3), help="DeepSpeed ZeRO stage on the GPUs (ZERO=)")
