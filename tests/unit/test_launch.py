@@ -257,3 +257,15 @@ def test_iterate_refuses_vllm_without_a_gpu_before_loading_anything(tmp_path):
     assert proc.stderr.strip() == ("error: generation.backend=vllm needs a CUDA GPU and this machine has none; "
                                    "use generation.backend=hf on CPUs")
     assert not list(tmp_path.iterdir())
+
+
+def test_each_rank_opens_its_tools_on_its_own_gpu(monkeypatch):
+    """`env.backend_kwargs.device: cuda` in the recipes: rank k's tool models go to cuda:k
+    (torch.device only names the GPU here; nothing is loaded)."""
+    from envs.tools.hf_backend import HFBackend
+
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert str(HFBackend(device="cuda").device) == "cuda:3"
+    assert str(HFBackend(device="cuda:1").device) == "cuda:1"  # an explicit index stays
+    monkeypatch.delenv("LOCAL_RANK")
+    assert str(HFBackend(device="cuda").device) == "cuda"
