@@ -1,17 +1,14 @@
-"""Launching on the machine at hand: GPU detection, the accelerate file each machine gets,
-arguments passed unsplit through launch/local.sh and launch/slurm.sh, refusals of settings
-the machine cannot run, and missing optional packages.
+"""The launch logic (train/launch.py, train/machine.py): GPU detection, the accelerate file
+each machine gets, refusals of settings the machine cannot run, missing optional packages,
+precision agreement, the recipes' files, and the start-up check on every rank. The scripts
+themselves run end to end in tests/integration/test_launch_scripts.py.
 
-Mock boundaries (this machine has no GPU and no SLURM): `nvidia-smi` is a stand-in
-listing FAKE_GPUS devices (tests/helpers/gpu), srun/scontrol are the stand-ins of
-tests/helpers/slurm, and `accelerate` is replaced by a recorder of its arguments
-(tests/helpers/recorder) where only what the scripts hand to it is under test.
+Mock boundary (this machine has no GPU): `nvidia-smi` is a stand-in listing FAKE_GPUS
+devices (tests/helpers/gpu); `packages=` stands in for vLLM and DeepSpeed being installed.
 """
 
 import json
 import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,9 +31,6 @@ def _env(**extra):
     env.update(extra)
     return env
 
-
-def _run(cmd, timeout=120, **env):
-    return subprocess.run(cmd, cwd=ROOT, env=_env(**env), capture_output=True, text=True, timeout=timeout)
 
 
 # -------------------------------------------------------------------- detection
@@ -62,15 +56,6 @@ def test_each_machine_gets_its_accelerate_file():
     assert pick(1, zero=3) == ("configs/accelerate/zero3.yaml", 1)
 
 
-@pytest.mark.parametrize("gpus,expected", [("0", "cpu.yaml --num_processes 1"), ("2", "multi_gpu.yaml --num_processes 2")])
-def test_local_sh_launches_on_what_the_machine_has_and_keeps_arguments_whole(gpus, expected):
-    proc = _run(["bash", "launch/local.sh", "--print-command", SPLIT_ME, "iterations=1"], FAKE_GPUS=gpus)
-    assert proc.returncode == 0, proc.stderr
-    cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
-    assert " ".join(cmd).split("configs/accelerate/", 1)[1].startswith(expected)
-    assert cmd[-2:] == [SPLIT_ME, "iterations=1"] and cmd[cmd.index("--config") + 1] == CPU_CONFIG
-
-
 def test_the_gpu_configs_never_train_on_the_cpu_and_agree_on_bf16():
     for name in ("gpu_1", "multi_gpu"):
         launch = machine.read_launch(ROOT / f"configs/accelerate/{name}.yaml")
@@ -93,10 +78,6 @@ def _launch(name, n=None):
         return machine.read_launch(f"configs/accelerate/{name}.yaml", n)
     finally:
         os.chdir(cwd)
-
-
-def _kinds(found):
-    return [(p.kind, p.text) for p in found]
 
 
 def test_gpu_only_settings_on_a_cpu_machine_are_refused_in_one_line():
@@ -150,51 +131,6 @@ def test_a_broken_launch_file_is_one_line(tmp_path):
         machine.read_launch(tmp_path / "nope.yaml")
 
 
-def test_local_sh_refuses_vllm_on_a_cpu_machine_before_anything_starts():
-    proc = _run(["bash", "launch/local.sh", "generation.backend=vllm"], FAKE_GPUS="0")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == ("error: generation.backend=vllm needs a CUDA GPU and this machine "
-                                                    "has none; use generation.backend=hf on CPUs")
-    proc = _run(["bash", "launch/local.sh", "--print-command"], FAKE_GPUS="0", ZERO="2")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        "error: configs/accelerate/zero2.yaml runs DeepSpeed over 8 processes, which needs a CUDA GPU each")
-
-
-# -------------------------------------------------------------------- slurm.sh
-
-
-def _slurm(tmp_path, *args, **env):
-    log = tmp_path / "accelerate.log"
-    env = dict(PATH=f"{HELPERS / 'recorder'}:{HELPERS / 'slurm'}:{HELPERS / 'gpu'}:{Path(sys.executable).parent}:"
-                    f"{os.environ['PATH']}", CONFIG=CPU_CONFIG, SLURM_NNODES="2", SLURM_JOB_ID="7",
-               SLURM_JOB_NODELIST="localhost", SLURM_SUBMIT_DIR=str(ROOT), SCONTROL_LOG=str(tmp_path / "scontrol.log"),
-               ACCELERATE_LOG=str(log), **env)
-    proc = _run(["bash", "launch/slurm.sh", *args], timeout=300, **env)
-    return proc, [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def test_slurm_sh_passes_every_argument_whole_to_each_node(tmp_path):
-    """A stand-in accelerate records what one node's task would run."""
-    proc, calls = _slurm(tmp_path, SPLIT_ME, "run_name=a b", FAKE_GPUS="4", ACCEL_CONFIG="configs/accelerate/cpu.yaml")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (argv,) = calls
-    assert argv[-3:] == [SPLIT_ME, "run_name=a b", "resume=true"]
-    opts = dict(zip(argv[1:13:2], argv[2:13:2]))
-    assert opts == {"--config_file": "configs/accelerate/cpu.yaml", "--num_machines": "2", "--machine_rank": "0",
-                    "--main_process_ip": "localhost", "--main_process_port": "29500", "--num_processes": "8"}
-
-
-def test_slurm_sh_refuses_a_node_without_gpus_and_a_config_it_cannot_run(tmp_path):
-    proc, calls = _slurm(tmp_path, FAKE_GPUS="0")
-    assert proc.returncode == 2 and not calls
-    assert proc.stderr.strip().splitlines()[-1].startswith("slurm.sh: error: no GPU on ")
-    proc, calls = _slurm(tmp_path, "lora.init=base", FAKE_GPUS="4", ZERO="3")
-    assert proc.returncode == 2 and not calls  # refused once, before srun starts anything
-    assert proc.stderr.strip().splitlines()[-1] == ("error: lora.init=base is not supported under DeepSpeed; "
-                                                    "use lora.init=continue")
-
-
 # -------------------------------------------------------------------- the recipes' files
 
 RECIPES = {"configs/gqa_rwr_1gpu.yaml": ("gpu_1", 1), "configs/gqa_rwr_8gpu.yaml": ("zero2", 8),
@@ -218,13 +154,7 @@ def test_gpu_recipes_are_bf16_end_to_end_and_fit_a_gpu_machine(path):
         assert cfg.generation.max_model_len and 0 < cfg.generation.gpu_memory_utilization < 0.5
 
 
-# -------------------------------------------------------------------- gpu_check.sh
-
-
-def test_gpu_check_refuses_a_machine_without_cuda_in_one_line():
-    proc = _run(["bash", "launch/gpu_check.sh"], PYTHON=sys.executable)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip() == f"error: no CUDA device visible to {sys.executable}; run this on a GPU machine"
+# -------------------------------------------------------------------- the GPU checks
 
 
 def test_gpu_checks_name_what_a_bare_machine_lacks():
@@ -247,16 +177,6 @@ def test_at_start_up_every_rank_refuses_and_rank_0_alone_says_why(capsys):
     with pytest.raises(SystemExit):
         machine.check_start(cfg, env={**env, "RANK": "3"})
     assert capsys.readouterr().out.count("note: dtype=bfloat16 without a GPU") == 1
-
-
-def test_iterate_refuses_vllm_without_a_gpu_before_loading_anything(tmp_path):
-    """The trainer started directly (no launcher): one line, exit 2, no run folder."""
-    proc = _run([sys.executable, "train/iterate.py", "--config", CPU_CONFIG, "generation.backend=vllm",
-                 f"output_dir={tmp_path}"], FAKE_GPUS="0")
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip() == ("error: generation.backend=vllm needs a CUDA GPU and this machine has none; "
-                                   "use generation.backend=hf on CPUs")
-    assert not list(tmp_path.iterdir())
 
 
 def test_each_rank_opens_its_tools_on_its_own_gpu(monkeypatch):
