@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CONFIG ?= configs/shapes_rwr_cpu.yaml
 
-.PHONY: venv system-deps run test test-unit test-integration test-distributed bench clean
+.PHONY: venv venv-gpu system-deps run test test-unit test-integration test-distributed bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The pinned GPU environment of the recipes (pyproject's `gpu` extra: torch 2.13.0 CUDA
+# build, vLLM 0.32.0, DeepSpeed 0.19.8) in the same .venv, on a Linux machine with an
+# NVIDIA driver; it stops in one line when the torch it got cannot see a GPU.
+venv-gpu: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[gpu,dev]'
+	@$(PY) -c "import torch, sys; ok = torch.version.cuda and torch.cuda.is_available(); \
+		print('venv-gpu: torch', torch.__version__, 'CUDA', torch.version.cuda, 'GPUs', torch.cuda.device_count()) if ok else \
+		sys.exit('venv-gpu: error: torch ' + torch.__version__ + ' cannot use a GPU here (a CPU build, or no driver); ' \
+		'install its CUDA build for your driver (https://pytorch.org/get-started/locally/), then make venv-gpu again')"
 
 # Headless Chromium for the report's browser test (Debian packages). Installed when
 # missing and we may (root, or password-less sudo); otherwise say how.
@@ -35,8 +45,9 @@ run: $(STAMP)
 	$(VENV)/bin/accelerate launch --config_file configs/accelerate/cpu.yaml \
 		train/iterate.py --config $(CONFIG) $(ARGS)
 
+# tests/gpu runs where CUDA is; without it each of its tests is skipped with the reason.
 test: $(STAMP) system-deps
-	$(PY) -m pytest -q -m "not gpu" tests/unit tests/integration tests/distributed tests/gpu
+	$(PY) -m pytest -q tests/unit tests/integration tests/distributed tests/gpu
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# All GPUs of this machine under DeepSpeed ZeRO (ZERO=2 or 3). Extra args are config overrides.
+# Every GPU of this machine under DeepSpeed ZeRO (ZERO=2 by default, or 3): launch/local.sh
+# with ZERO set. Extra args are config overrides (or --dry-run).
+#   CONFIG=configs/gqa_rwr_8gpu.yaml launch/multi_gpu.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-CONFIG=${CONFIG:?set CONFIG to an experiment YAML}
-ZERO=${ZERO:-2}
-NGPU=${NGPU:-$(nvidia-smi -L | wc -l)}
-exec accelerate launch --config_file "configs/accelerate/zero${ZERO}.yaml" --num_processes "$NGPU" \
-    train/iterate.py --config "$CONFIG" "$@"
+CONFIG=${CONFIG:?set CONFIG to an experiment YAML} ZERO=${ZERO:-2} exec "$(dirname "$0")/local.sh" "$@"

@@ -207,12 +207,14 @@ class HFGenerator:
 
 
 def make_generator(cfg: GenerationConfig, policy, tokenizer, *, model: str, seed: int, stop=None,
-                   max_lora_rank: int = 16, world: int = 1, sync: Callable[[bool], bool] | None = None) -> Generator:
+                   max_lora_rank: int = 16, world: int = 1, sync: Callable[[bool], bool] | None = None,
+                   dtype: str = "bfloat16") -> Generator:
     """The generator `generation.backend` names: `hf` samples from `policy` in memory;
-    `vllm` runs an engine on the model at `model` and serves each saved adapter. `stop`
-    is the prompt family's (`stop_rule`)."""
+    `vllm` runs an engine on the model at `model` in `dtype` (the config's) and serves
+    each saved adapter. `stop` is the prompt family's (`stop_rule`)."""
     if cfg.backend == "vllm":
         from policies.vllm_backend import VLLMGenerator
 
-        return VLLMGenerator(model, cfg, seed=seed, stop=stop, max_lora_rank=max_lora_rank, distributed=world > 1)
+        return VLLMGenerator(model, cfg, seed=seed, stop=stop, max_lora_rank=max_lora_rank, dtype=dtype,
+                             distributed=world > 1)
     return HFGenerator(policy, tokenizer, cfg, seed=seed, stop=stop, sync=sync)

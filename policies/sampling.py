@@ -15,14 +15,15 @@ from policies.programs import ProgramEnd
 class GenerationConfig:
     """The `generation:` section of an experiment config (train.config adds its range rules)."""
 
-    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a GPU and `pip install -e '.[vllm]'`
+    backend: Literal["hf", "vllm"] = "hf"  # vllm needs a CUDA GPU and the gpu extra (`make venv-gpu`)
     temperature: float = 1.0  # sampling temperature of the rollouts (0: greedy)
     top_p: float = 0.9
     max_new_tokens: int = 320
     batch_size: int = 32  # prompts x programs generated together
     prefix_cache: bool = True  # encode the prompt prefix shared by a batch once
     eval_temperature: float = 0.0  # held-out evaluation (0: greedy)
-    gpu_memory_utilization: float = 0.3  # vllm: share of the GPU its engine takes beside the trainer
+    gpu_memory_utilization: float = 0.3  # vllm: share of each rank's GPU its engine takes (weights + KV cache) beside the trainer
+    max_model_len: int | None = None  # vllm: longest prompt + program it holds (sizes its KV cache); null: the model's own limit
 
 
 @dataclass

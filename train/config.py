@@ -94,7 +94,7 @@ class ObjectiveConfig:
 GenerationConfig.__annotations__.update(
     temperature=NonNegative[float], top_p=Annotated[float, Range(gt=0, le=1)], max_new_tokens=AtLeast1[int],
     batch_size=AtLeast1[int], eval_temperature=NonNegative[float],
-    gpu_memory_utilization=Annotated[float, Range(gt=0, le=1)])
+    gpu_memory_utilization=Annotated[float, Range(gt=0, le=1)], max_model_len=AtLeast1[int] | None)
 
 
 @dataclass

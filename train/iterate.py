@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.print_config:
             print(to_yaml(cfg), end="")
             return 0
-        validate(cfg)
+        skipped: list[str] = []  # a dry run names what needs a download instead of refusing it
+        validate(cfg, skipped if args.dry_run else None)
         run_dir = cfg.run_dir
         from train.checkpoint import completed_iterations
 
@@ -220,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"run folder {run_dir} already has iterations; pass resume=true to continue it "
                               "or choose another run_name")
         if args.dry_run:
-            return dry_run(cfg)
+            return dry_run(cfg, skipped, args.accelerate_config, args.num_processes)
+        from train.machine import check_start
+
+        check_start(cfg)  # a GPU-only setting without a GPU, a missing vLLM/DeepSpeed: one line, now
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -270,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     zero3 = accelerator.state.deepspeed_plugin is not None and accelerator.state.deepspeed_plugin.zero_stage == 3
     generator = make_generator(cfg.generation, policy, tokenizer, model=cfg.model, seed=cfg.seed,
                                stop=get_family(cfg.env.prompt).stop,  # a script ends at a blank line
-                               max_lora_rank=cfg.lora.r, world=world,
+                               max_lora_rank=cfg.lora.r, world=world, dtype=cfg.dtype,
                                sync=any_rank(accelerator.device) if zero3 and world > 1 else None)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached

@@ -39,17 +39,25 @@ def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
     parser.add_argument("--print-config", action="store_true",
                         help="print the resolved config (file, overrides and defaults) as YAML and exit")
     parser.add_argument("--dry-run", action="store_true",
-                        help="check the config, load the data and the model, and exit without writing anything")
+                        help="check the config, load the data and the model, and exit without writing anything; what needs "
+                             "a GPU, a download or an absent package is named as skipped")
+    parser.add_argument("--accelerate-config", metavar="FILE",
+                        help="with --dry-run: also check the accelerate config file (and its DeepSpeed JSON) that the "
+                             "launch would use, against the config and this machine (launch/*.sh --dry-run pass it)")
+    parser.add_argument("--num-processes", type=int, metavar="N",
+                        help="with --accelerate-config: the process count the launch passes (default: the file's)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="dotted overrides applied after the file, e.g. generation.temperature=0.7")
     return parser
 
 
-def validate(cfg: Config) -> None:
+def validate(cfg: Config, skipped: list[str] | None = None) -> None:
     """Reject bad names and paths now, not an hour into the run.
 
     Types, allowed values and ranges were checked when the config was loaded (the rules
     live on the fields in train/config.py); what is left needs the registries and the disk.
+    With `skipped` (a dry run), what only a download would fix (a model not in the local
+    cache, a preset's data not on disk) is added there as one line instead of raised.
     """
     import rewards
     from policies.model import ModelError, locate
@@ -72,20 +80,43 @@ def validate(cfg: Config) -> None:
         check_options(cfg.selfplay.admission, cfg.selfplay.admission_options)
     except ValueError as e:
         raise ConfigError(f"selfplay.admission_options: {e}") from None
-    _check_deepspeed(cfg)
     _check_objective(cfg)
-    _check_data(cfg)
+    if cfg.generation.max_model_len is not None and cfg.generation.max_model_len <= cfg.generation.max_new_tokens:
+        raise ConfigError(f"generation.max_model_len={cfg.generation.max_model_len} leaves no room for a prompt "
+                          f"before generation.max_new_tokens={cfg.generation.max_new_tokens}; raise it")
+    try:
+        _check_data(cfg)
+    except ConfigError as e:
+        if skipped is None or not _downloadable(cfg):
+            raise
+        skipped.append(f"data: {e} (a {cfg.data.name} copy is downloaded once, see docs/scaling.md)")
     from envs.tools import BackendError, check_backend
 
     try:  # a backend whose models cannot be loaded fails now, naming the missing setting
         check_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
                       setting="env.backend_kwargs.{key}")
     except BackendError as e:
-        raise ConfigError(str(e)) from None
+        if skipped is None or NOT_CACHED_TOOL not in str(e):
+            raise ConfigError(str(e)) from None
+        skipped.append(f"tools: {e}")
     try:
         locate(cfg.model)  # writes nothing: the data is checked before any model is prepared
     except ModelError as e:
-        raise ConfigError(str(e)) from None
+        if skipped is None or NOT_CACHED not in str(e):
+            raise ConfigError(str(e)) from None
+        skipped.append(f"model: {e}")
+
+
+# How the loaders say that only a download is missing (policies.model, envs.tools.hf_backend).
+NOT_CACHED = "is not in the local Hugging Face cache"
+NOT_CACHED_TOOL = "nor in the local Hugging Face cache"
+
+
+def _downloadable(cfg: Config) -> bool:
+    """A published dataset (a preset) whose local copy is not there yet."""
+    from envs.data.presets import PRESETS
+
+    return cfg.data.name in PRESETS and cfg.data.path is not None and not Path(cfg.data.path).expanduser().exists()
 
 
 def _check_objective(cfg: Config) -> None:
@@ -161,28 +192,58 @@ def load_data(cfg: Config, progress: bool = True):
     return loaded.rows[data.train_split], loaded.rows[data.eval_split]
 
 
-def dry_run(cfg: Config) -> int:
-    """`--dry-run`: load and check everything a run needs, print what was found, write nothing."""
+def dry_run(cfg: Config, skipped: list[str] = (), launch_file: str | None = None,
+            num_processes: int | None = None) -> int:
+    """`--dry-run`: load and check everything a run needs, print what was found, write nothing.
+
+    `launch_file` is the accelerate config the launch would use (the launch scripts pass
+    it); with it, its DeepSpeed JSON, precision, the GPUs and the optional packages are
+    checked against the config as at start-up. What this machine cannot do (a GPU, a
+    package) and what needs a download (`skipped`, from `validate`) is printed as one
+    `skipped:` line each; everything else still runs."""
     import rewards
     from envs.prompts import get_family
     from policies.lora import attach_lora
     from policies.model import load_model
+    from train import machine
 
-    train_rows, eval_rows = load_data(cfg, progress=False)
-    if not len(train_rows):
-        raise ConfigError(f"the {cfg.data.train_split!r} split is empty; nothing to train on")
-    model, tokenizer = load_model(cfg.model, cfg.dtype)
-    model = attach_lora(model, cfg.lora)
-    rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit, context={"run_dir": str(cfg.run_dir)})
-    prompt = get_family(cfg.env.prompt).render(tokenizer, train_rows[0]["question"], [])
-    total = sum(p.numel() for p in model.parameters())
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    skipped = list(skipped)
+    launch = machine.read_launch(launch_file, num_processes) if launch_file else machine.launch_from_env()
+    found = machine.problems(cfg, launch, machine.gpu_count())
+    elsewhere = any(p.kind == "machine" for p in found)  # a run meant for another machine: its notes are moot
+    for p in found:
+        if p.kind in ("machine", "package"):
+            skipped.append(f"{p.kind}: {p.text}")
+        elif p.refused:
+            raise ConfigError(p.text)
+        elif not elsewhere:
+            print(f"note: {p.text}")
     print(f"config: valid ({cfg.iterations} iterations x {cfg.questions_per_iteration} questions x "
           f"{cfg.programs_per_question} programs; rewards {', '.join(s.name for s in cfg.rewards)})")
-    print(f"data: {len(train_rows)} {cfg.data.train_split} rows, {len(eval_rows)} {cfg.data.eval_split} rows")
-    print(f"model: {cfg.model} ({total / 1e6:.1f}M parameters, {trainable / 1e6:.2f}M trainable in the LoRA adapter, "
-          f"{cfg.dtype}); first prompt {len(tokenizer(prompt)['input_ids'])} tokens")
-    print(f"dry run: nothing written; the run would write {cfg.run_dir}/")
+    print(f"launch: {launch.describe()}; {machine.precision_line(cfg, launch)}")
+    print(f"generation: {cfg.generation.backend}; tools: {cfg.env.backend}; prompt: {cfg.env.prompt}")
+    has_data = not any(s.startswith("data:") for s in skipped)
+    has_model = not any(s.startswith("model:") for s in skipped)
+    question = "Is there a red circle?"  # the prompt's length when the data is not on disk yet
+    if has_data:
+        train_rows, eval_rows = load_data(cfg, progress=False)
+        if not len(train_rows):
+            raise ConfigError(f"the {cfg.data.train_split!r} split is empty; nothing to train on")
+        question = train_rows[0]["question"]
+        print(f"data: {len(train_rows)} {cfg.data.train_split} rows, {len(eval_rows)} {cfg.data.eval_split} rows")
+    rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit, context={"run_dir": str(cfg.run_dir)})
+    if has_model:
+        model, tokenizer = load_model(cfg.model, cfg.dtype)
+        model = attach_lora(model, cfg.lora)
+        prompt = get_family(cfg.env.prompt).render(tokenizer, question, [])
+        total = sum(p.numel() for p in model.parameters())
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        print(f"model: {cfg.model} ({total / 1e6:.1f}M parameters, {trainable / 1e6:.2f}M trainable in the LoRA "
+              f"adapter, {cfg.dtype}); first prompt {len(tokenizer(prompt)['input_ids'])} tokens")
+    for line in skipped:
+        print(f"skipped: {line}")
+    print(f"dry run: nothing written; the run would write {cfg.run_dir}/"
+          + (f" ({len(skipped)} check(s) skipped above)" if skipped else ""))
     return 0
 
 
@@ -199,15 +260,3 @@ def make_accelerator():
 
     deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
     return Accelerator(cpu=not torch.cuda.is_available() and not deepspeed)
-
-
-def _check_deepspeed(cfg: Config) -> None:
-    """Combinations the DeepSpeed path does not support yet, refused before any work."""
-    import os
-
-    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() != "true":
-        return
-    # ZeRO keeps its own fp32 master copy of the adapter: writing weights into the module
-    # (a reset) is undone at the next step. (Resume goes through DeepSpeed's own checkpoint.)
-    if cfg.lora.init == "base":
-        raise ConfigError("lora.init=base is not supported under DeepSpeed yet; use lora.init=continue")

@@ -16,6 +16,8 @@ upper) in pixels, origin at the bottom left.
 """
 from __future__ import annotations
 
+import os
+
 import sys
 from pathlib import Path
 
@@ -104,7 +106,12 @@ class HFBackend(Backend):
         import torch
 
         self.torch = torch
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if device == "cuda" and os.environ.get("LOCAL_RANK"):
+            # Under a multi-GPU launch every rank opens its own tools: each on its own GPU,
+            # not all on cuda:0 beside rank 0's policy.
+            device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+        self.device = torch.device(device)
         if dtype == "auto":
             dtype = "float32" if self.device.type == "cpu" else "bfloat16"
         if dtype not in ("float32", "bfloat16", "float16"):
