@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.integration.conftest import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 
 ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
 WORKER = "tests/distributed/update_worker.py"
@@ -18,12 +18,12 @@ WORKER = "tests/distributed/update_worker.py"
 
 def _launch(config: str, script: str, *args, extra=(), timeout=600):
     cmd = [ACCELERATE, "launch", "--config_file", config, *extra, script, *args]
-    return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def _single(out: Path, *args) -> None:
     out.mkdir()
-    proc = subprocess.run([sys.executable, WORKER, str(out), *args], cwd=ROOT, env=_env(), capture_output=True,
+    proc = subprocess.run([sys.executable, WORKER, str(out), *args], cwd=ROOT, env=run_env(), capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -88,7 +88,7 @@ def test_two_nodes_on_localhost_match_one_process(tmp_path, one_process):
     common = ["--num_machines", "2", "--num_processes", "2", "--main_process_ip", "127.0.0.1",
               "--main_process_port", "29561"]
     procs = [subprocess.Popen([ACCELERATE, "launch", "--config_file", "configs/accelerate/cpu_2proc.yaml", *common,
-                               "--machine_rank", str(r), WORKER, str(tmp_path)], cwd=ROOT, env=_env(),
+                               "--machine_rank", str(r), WORKER, str(tmp_path)], cwd=ROOT, env=run_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(err[-2000:] for _, err in outs)
@@ -129,9 +129,9 @@ def test_iterate_on_zero3_saves_real_adapters_and_resumes(tmp_path):
     run = [ACCELERATE, "launch", "--config_file", "configs/accelerate/zero3_cpu.yaml", "train/iterate.py",
            "--config", "configs/shapes_rwr_cpu.yaml", f"output_dir={tmp_path}", "run_name=z3", "rewards=[format]",
            *TINY, "questions_per_iteration=2", "eval_questions=1", "eval_counterfactuals=0", "tracking.mode=disabled"]
-    first = subprocess.run(run + ["iterations=1"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    first = subprocess.run(run + ["iterations=1"], cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
-    again = subprocess.run(run + ["iterations=2", "resume=true"], cwd=ROOT, env=_env(), capture_output=True,
+    again = subprocess.run(run + ["iterations=2", "resume=true"], cwd=ROOT, env=run_env(), capture_output=True,
                            text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stdout + again.stderr
@@ -151,7 +151,7 @@ def test_iterate_shards_questions_over_two_processes(tmp_path):
     cmd = [ACCELERATE, "launch", "--config_file", "configs/accelerate/cpu_2proc.yaml", "train/iterate.py",
            "--config", "configs/shapes_rwr_cpu.yaml", f"output_dir={tmp_path}", "run_name=ddp", "iterations=1",
            "rewards=[format]", *TINY, "questions_per_iteration=4", "tracking.mode=disabled"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (metrics,) = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
     assert metrics["rollout/samples"] == 8  # 4 questions x 2 programs, gathered from both ranks

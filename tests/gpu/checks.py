@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from tests.helpers.runs import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 
 MODEL = "embedded:smollm2-135m-instruct"
 # What train/iterate.py imports beyond torch, transformers, accelerate and peft, and the
@@ -184,7 +184,7 @@ def _iterate(accel: str, out: Path, *overrides, processes: int = 1):
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accel, "--num_processes",
            str(processes), "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml", f"output_dir={out}",
            "run_name=gpu", "rewards=[format]", *TINY, "eval_counterfactuals=0", "tracking.mode=disabled", *overrides]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.runs import ROOT, TINY, _env  # noqa: F401  (shared with launch/gpu_check.sh)
+from tests.helpers.runs import ROOT, TINY, run_env
 
 
 @pytest.fixture
@@ -17,6 +17,6 @@ def run_iterate(tmp_path):
         else:
             cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", *launcher, "train/iterate.py"]
         cmd += ["--config", config, f"output_dir={tmp_path / 'runs'}", *TINY, *overrides]
-        return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=timeout)
 
     return run

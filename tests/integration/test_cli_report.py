@@ -14,12 +14,12 @@ import yaml
 from PIL import Image
 
 from tests.helpers.browser import chromium_paths, open_page
-from tests.integration.conftest import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 from train.report import SECTIONS
 
 
 def _vprl(*args, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "train.cli", *args], cwd=cwd, env={**_env(), "PYTHONPATH": str(ROOT)},
+    return subprocess.run([sys.executable, "-m", "train.cli", *args], cwd=cwd, env={**run_env(), "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -43,7 +43,7 @@ def finished_run(tmp_path_factory):
                            f"output_dir={root / 'runs'}", *TINY, "run_name=r", "iterations=2", "tracking.report=true",
                            "questions_per_iteration=2", "eval_questions=1", "eval_counterfactuals=1",
                            "rewards=[format, correctness, tests.helpers.wandb_killer:reward]"],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=3600)
+                          cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=3600)
     return root, proc
 
 
@@ -107,7 +107,7 @@ def test_readme_seeing_a_run_commands_run_as_written(finished_run, tmp_path):
         shutil.copytree(root / "runs" / "r", tmp_path / "runs" / name)
     (tmp_path / "configs").symlink_to(ROOT / "configs")
     (block,) = [b for b in blocks("bash", "Training") if "vprl report" in b]
-    env = {**_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env = {**run_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
     outputs = []
     for line in block.splitlines():
         result = subprocess.run(shlex.split(line, comments=True), cwd=tmp_path, env=env, capture_output=True,

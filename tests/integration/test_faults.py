@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from tests.integration.conftest import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 
 SMALL = [*TINY, "eval_questions=1", "eval_counterfactuals=0", "tracking.mode=disabled", "rewards=[format]"]
 
@@ -35,7 +35,7 @@ def test_sigterm_from_slurm_requeues_and_the_run_resumes(tmp_path):
     """launch/slurm.sh with stand-ins for srun/scontrol: the preemption signal reaches
     the trainer, which stops at once (the newest checkpoint whole), the script requeues
     the job, and the requeued job continues the run to the end."""
-    env = _env()
+    env = run_env()
     env.update(PATH=f"{ROOT / 'tests/helpers/slurm'}:{Path(sys.executable).parent}:{env['PATH']}",
                CONFIG="configs/shapes_rwr_cpu.yaml", ACCEL_CONFIG="configs/accelerate/cpu.yaml", GPUS_PER_NODE="1",
                SLURM_NNODES="1", SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="localhost", MASTER_PORT="29571",
@@ -78,7 +78,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_last_checkpoint_intact(
     cmd = [sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml", f"output_dir={small_disk}",
            "run_name=full", "iterations=2", "lora.r=4", *SMALL]
     log = open(tmp_path / "run.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=run_env(), stdout=log, stderr=subprocess.PIPE, text=True)
     assert _wait_for(lambda: (run_dir / "iterations" / "iter_000" / "state.json").exists(), proc)
     before = load_file(str(run_dir / "iterations" / "iter_000" / "adapter" / "adapter_model.safetensors"))
     filler = small_disk / "filler"
@@ -99,7 +99,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_last_checkpoint_intact(
     assert before.keys() == after.keys() and all(bool((before[k] == after[k]).all()) for k in before)
     assert not (run_dir / "iterations" / "iter_001").exists() and not list((run_dir / "iterations").glob("*.tmp"))
     filler.unlink()
-    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=4000)
+    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=4000)
     assert again.returncode == 0, again.stderr[-3000:]
     assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1]
 

@@ -13,7 +13,6 @@ import os
 import time
 from collections import Counter
 
-import numpy as np
 
 import rewards
 from envs.execution import Executor

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from tests.integration.conftest import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 
 
 def _adapter(run_dir: Path, name: str) -> dict:
@@ -98,7 +98,7 @@ def test_resume_after_kill_logs_each_iteration_once(tmp_path):
     cmd = [sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml",
            f"output_dir={tmp_path / 'runs'}", "run_name=kill", "iterations=3", "rewards=[format]", *TINY]
     log = open(tmp_path / "first.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=run_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 600
     # Kill -9 once iteration 2 (index 1) is under way: iteration 1 is checkpointed, 2 is not.
     while time.time() < deadline and proc.poll() is None:
@@ -112,7 +112,7 @@ def test_resume_after_kill_logs_each_iteration_once(tmp_path):
     proc.wait()
     assert not (run_dir / "iterations" / "iter_001" / "state.json").exists()
 
-    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=4000)
+    again = subprocess.run(cmd + ["resume=true"], cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=4000)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stdout + again.stderr
     assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1, 2]

@@ -19,11 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_launch import CPU_CONFIG, HELPERS, ROOT, SPLIT_ME, _env
+from tests.helpers.runs import HELPERS, ROOT, fake_gpu_env
+
+CPU_CONFIG = "configs/shapes_rwr_cpu.yaml"
+SPLIT_ME = "rewards=[correctness, parse]"
 
 
 def _run(cmd, timeout=120, **env):
-    return subprocess.run(cmd, cwd=ROOT, env=_env(**env), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, cwd=ROOT, env=fake_gpu_env(**env), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("gpus,expected", [("0", "cpu.yaml --num_processes 1"), ("2", "multi_gpu.yaml --num_processes 2")])

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.integration.conftest import ROOT, TINY, _env
+from tests.helpers.runs import ROOT, TINY, run_env
 
 SCRIPT = [sys.executable, "bench/learning_curve.py"]
 
@@ -16,7 +16,7 @@ def test_learning_curve_runs_reads_and_reuses(tmp_path):
     cmd = SCRIPT + ["--arm", "fmt=configs/shapes_rwr_cpu.yaml rewards=[format] programs_per_question=3",
                     "--iterations", "1", "--seeds", "0",
                     "--out", str(out), "--replicates", "200", "--set", *TINY]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads((out / "curve.json").read_text())["fmt"]
     assert [row["point"] for row in result["curve"]] == ["base", "iter_000", "final"]
@@ -28,7 +28,7 @@ def test_learning_curve_runs_reads_and_reuses(tmp_path):
     assert (out / "curve.png").stat().st_size > 1000
     assert "| base |" in (out / "curve.md").read_text()
     # A finished run is reused, not trained again.
-    again = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "fmt-s0:" not in again.stdout
 
 
@@ -36,6 +36,6 @@ def test_learning_curve_refuses_bad_usage_with_one_line(tmp_path):
     for args, message in ((["configs/nope.yaml"], "does not exist"),
                           (["--arm", "a=configs/shapes_rwr_cpu.yaml lr"], "key=value"),
                           (["--arm", "a=configs/shapes_rwr_cpu.yaml", "--against", "b"], "not one of the arms")):
-        proc = subprocess.run(SCRIPT + args + ["--iterations", "1", "--out", str(tmp_path)], cwd=ROOT, env=_env(),
+        proc = subprocess.run(SCRIPT + args + ["--iterations", "1", "--out", str(tmp_path)], cwd=ROOT, env=run_env(),
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and "error:" in proc.stderr

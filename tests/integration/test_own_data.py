@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, _env
+from tests.helpers.runs import ROOT, run_env
 
 BIN = Path(sys.executable).parent
 
@@ -41,7 +41,7 @@ def run_block(lang: str, code: str, cwd: Path, env: dict, timeout=1500):
 def user(tmp_path):
     """A user's working folder and environment: the vprl script on PATH, no network."""
     (tmp_path / "configs").symlink_to(ROOT / "configs")
-    env = _env()
+    env = run_env()
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)
     env["HF_HUB_OFFLINE"] = "1"

@@ -13,7 +13,7 @@ import shlex
 import subprocess
 import sys
 
-from tests.integration.conftest import ROOT, _env
+from tests.helpers.runs import ROOT, run_env
 
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
 
@@ -26,7 +26,7 @@ def readme_commands() -> list[str]:
 
 
 def test_readme_commands_run_as_written(tmp_path):
-    env = {**_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env = {**run_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
     outputs = []
     for command in readme_commands():
         proc = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -60,12 +60,12 @@ def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_p
 
     data = tmp_path / "shapes"
     subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",
-                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=_env(), check=True)
+                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=run_env(), check=True)
     out = tmp_path / "eval.json"
     proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", "proptest",
                            "--tests", "basic", "--max-new-tokens", "40", "--counterfactuals", "0",
                            "--adapter", str(run_dir / "best" / "adapter"), "--cache", str(tmp_path / "cache"),
-                           "--out", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1500)
+                           "--out", str(out)], cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["strategy"] == "proptest" and result["prompt"] == "proptest" and result["questions"] == 2

@@ -14,7 +14,7 @@ import sys
 
 import yaml
 
-from tests.integration.conftest import ROOT, _env
+from tests.helpers.runs import ROOT, run_env
 
 README = (ROOT / "README.md").read_text()
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
@@ -34,7 +34,7 @@ def _file_name(block: str) -> str | None:
 
 
 def _env_here():
-    return {**_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    return {**run_env(), "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
 
 
 def _write_files(folder) -> None:

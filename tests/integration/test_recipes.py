@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.standins import hub_cache
-from tests.integration.conftest import ROOT, _env
+from tests.helpers.runs import ROOT, run_env
 from tests.integration.test_readme import blocks
 
 STANDINS = {"Qwen/Qwen2.5-Coder-1.5B-Instruct": "qwen2", "Qwen/Qwen2.5-Coder-7B-Instruct": "qwen2",
@@ -71,7 +71,7 @@ def cache(tmp_path_factory):
 
 def _run(workspace, line, cache):
     env, argv = dry_run_form(line)
-    full = {**_env(), **env, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "VPRL_GPUS": "0",
+    full = {**run_env(), **env, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "VPRL_GPUS": "0",
             "PYTHONPATH": str(ROOT), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(argv, cwd=workspace, env=full, capture_output=True, text=True, timeout=900)
 

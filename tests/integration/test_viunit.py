@@ -9,7 +9,7 @@ import math
 import subprocess
 import sys
 
-from tests.integration.conftest import ROOT, _env
+from tests.helpers.runs import ROOT, run_env
 
 
 def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
@@ -34,12 +34,12 @@ def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
 
     data = tmp_path / "shapes"
     subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",
-                    "--val", "3", "--test", "0", "--no-progress"], cwd=ROOT, env=_env(), check=True)
+                    "--val", "3", "--test", "0", "--no-progress"], cwd=ROOT, env=run_env(), check=True)
     out = tmp_path / "eval.json"
     proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", "refusal",
                            "--programs", "2", "--unit-tests", "3", "--generator", "scene", "--max-new-tokens", "40",
                            "--adapter", str(run_dir / "best" / "adapter"), "--out", str(out)],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     for key in ("accuracy", "error_rate", "refusal_rate", "logical_accuracy", "right_for_wrong_reasons",
@@ -54,7 +54,7 @@ def test_unit_tests_with_the_embedded_llm(tmp_path):
     out = tmp_path / "suite"
     proc = subprocess.run([sys.executable, "-m", "train.cli", "unit-tests", "--question", "Is there a red circle?",
                            "--k", "3", "--candidates", "10", "--no-layout-llm", "--out", str(out)],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
     # The 135M model's captions rarely fit the shapes vocabulary; with the layout LLM off
     # an unparsable caption is dropped, so the suite may be short -- but it is well formed.
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
@@ -69,13 +69,13 @@ def test_eval_reprompting_strategies_with_the_embedded_policy(tmp_path):
     """reprompt and error_reprompt sample corrections from the real policy."""
     data = tmp_path / "shapes"
     subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",
-                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=_env(), check=True)
+                    "--val", "2", "--test", "0", "--no-progress"], cwd=ROOT, env=run_env(), check=True)
     for strategy in ("reprompt", "error_reprompt"):
         out = tmp_path / f"{strategy}.json"
         proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", strategy,
                                "--programs", "1", "--unit-tests", "3", "--generator", "scene", "--iterations", "1",
                                "--max-new-tokens", "32", "--counterfactuals", "0", "--out", str(out)],
-                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+                              cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         choices = json.loads(out.read_text())["choices"]
         assert len(choices) == 2

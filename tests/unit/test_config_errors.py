@@ -3,7 +3,7 @@ any run folder exists (in-process: main(argv) returns where a subprocess would e
 
 import pytest
 
-from tests.integration.conftest import TINY
+from tests.helpers.runs import TINY
 from train.iterate import main
 
 

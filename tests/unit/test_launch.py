@@ -14,30 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.runs import ROOT, fake_gpu_env
 from train import machine
 from train.config import load_config
 from train.launch import pick
 
-ROOT = Path(__file__).resolve().parents[2]
-HELPERS = ROOT / "tests" / "helpers"
 CPU_CONFIG = "configs/shapes_rwr_cpu.yaml"
 SPLIT_ME = "rewards=[correctness, parse]"
-
-
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("VPRL_GPUS", "CUDA_VISIBLE_DEVICES")}
-    env["PATH"] = f"{HELPERS / 'gpu'}:{Path(sys.executable).parent}:{env['PATH']}"
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
-
-
 
 # -------------------------------------------------------------------- detection
 
 
 def test_gpus_are_counted_by_nvidia_smi_within_the_visible_devices_or_forced():
-    env = _env(FAKE_GPUS="4")
+    env = fake_gpu_env(FAKE_GPUS="4")
     assert machine.gpu_count(env) == 4
     assert machine.gpu_count({**env, "CUDA_VISIBLE_DEVICES": "1,3"}) == 2
     assert machine.gpu_count({**env, "CUDA_VISIBLE_DEVICES": ""}) == 0

@@ -14,7 +14,7 @@ from train.config import Config, TrackingConfig, save_config
 from train.records import EvalRecord
 from train.report import SECTIONS, main, render_html
 from train.report_data import load_run
-from train.tracking import Tracker, write_tables
+from train.tracking import Tracker
 
 
 def _run(root, name, rewards, stopped=False):
