@@ -123,8 +123,10 @@ def test_real_image_tools_as_the_readme_shows(user):
     (work / "hf.yaml").write_text(config[1])
     proc = subprocess.run(["vprl", "train", "--config", "hf.yaml", "--dry-run"], cwd=work, env=env,
                           capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert proc.returncode == 2 and len(lines) == 1 and "set env.backend_kwargs.detector" in lines[0]
+    # A dry run names what only a download (or a GPU) would fix as skipped, one line each.
+    skipped = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("skipped: tools:")]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(skipped) == 1 and "set env.backend_kwargs.detector" in skipped[0]
 
     tiny_owl_at(work / "models" / "owlv2")
     (work / "program.py").write_text("def execute_command(image):\n"
