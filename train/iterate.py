@@ -185,9 +185,9 @@ def replay_candidates(rollouts: list, examples: list, iteration: int, transform)
 
     from train.replay import Replayed
 
-    mine = [Replayed(tuple(e.prompt_ids), tuple(e.completion_ids), transform(ro.reward), iteration)
-            for ro, e in zip(rollouts, examples) if ro.reward is not None and transform(ro.reward) > 0
-            and not (ro.refined and e.weight == 0)]
+    mine = [Replayed(tuple(e.prompt_ids), tuple(e.completion_ids), worth, iteration)
+            for ro, e in zip(rollouts, examples) if not (ro.refined and e.weight == 0)
+            and (worth := transform(ro.reward)) > 0]
     return gather_object(mine)
 
 
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             # A run that never updates (pool_only) still has its starting weights: cached programs.
             due = (iteration + 1) % cfg.eval_every == 0 or iteration + 1 == cfg.iterations
             eval_stats = held_out.evaluate(generator, iteration, point_name(iteration), loop.seed("eval", iteration),
-                                           starting_weights=not selfplay.updates) if due and eval_all else {}
+                                           starting_weights=not selfplay.updates) if due else {}
 
             t0 = time.time()  # the adapter's probe score, with the shots its rollouts will see next
             probed = {"probe/reward": mean_reward(loop, probe_batch, iteration + 1, "probe"),
