@@ -117,6 +117,11 @@ def label_columns(name: str, kwargs: dict | None = None, fn=None) -> tuple[str, 
     """
     kwargs = dict(kwargs or {})
     declared = _READS.get(name)
+    if declared is None:
+        # A config may name a registered reward by its file or dotted path; its register(...,
+        # reads=) declaration still holds (found by identity, since the name differs).
+        fn = get(name) if fn is None else fn
+        declared = next((_READS[n] for n, f in _REGISTRY.items() if f is fn and n in _READS), None)
     if declared is not None:
         return tuple(declared(kwargs) if callable(declared) else declared)
     fn = get(name) if fn is None else fn

@@ -30,6 +30,18 @@ def test_undeclared_rewards_are_read_off_their_signature():
         rewards.register("test_labels_bad", lambda p, c: [], reads=("question",))
 
 
+def test_a_declaration_holds_when_the_config_names_the_reward_by_its_file(tmp_path, monkeypatch):
+    # The README's plug-in: registered with reads=(), named in the config as file.py:fn.
+    (tmp_path / "labels_by_file.py").write_text(
+        "import rewards\n\n"
+        "@rewards.register('test_labels_by_file', reads=())\n"
+        "def short(prompts, completions, **columns):\n"
+        "    return [0.0 for _ in completions]\n")
+    monkeypatch.chdir(tmp_path)
+    assert rewards.label_columns("labels_by_file.py:short") == ()
+    assert rewards.label_columns("test_labels_by_file") == ()
+
+
 def test_configs_say_what_they_are():
     """The label-free viunit config reads nothing; the oracle one says so in its name."""
     free = load_config("configs/shapes_viunit_cpu.yaml")
