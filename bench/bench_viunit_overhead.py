@@ -26,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_iteration(reward: str, generator: str, questions: int, out: Path, tag: str) -> dict:
     overrides = [f"output_dir={out}", f"run_name={tag}", "iterations=1", f"questions_per_iteration={questions}",
                  "tracking.wandb=false"]
-    config = ROOT / "configs" / ("shapes_viunit_cpu.yaml" if reward == "viunit" else "shapes_rwr_cpu.yaml")
-    if reward == "viunit" and generator != "scene":  # list entries take no dotted overrides: edit a copy
+    # Each generator has its own config since 61c53b8 (scene: the oracle one; llm: the
+    # label-free one); the copy pins the generator so a config edit cannot swap what is timed.
+    name = {"scene": "shapes_viunit_oracle_cpu.yaml", "llm": "shapes_viunit_cpu.yaml"}[generator]
+    config = ROOT / "configs" / (name if reward == "viunit" else "shapes_rwr_cpu.yaml")
+    if reward == "viunit":  # list entries take no dotted overrides: edit a copy
         spec = yaml.safe_load(config.read_text())
         spec["rewards"][0]["kwargs"]["generator"] = generator
         config = out / f"{tag}.yaml"
