@@ -84,15 +84,3 @@ def test_dry_run_refuses_a_bad_config_with_one_line_and_writes_nothing(capsys, t
 def test_unknown_command_suggests_the_close_one(capsys):
     assert main(["trian"]) == 2
     assert "did you mean 'train'?" in capsys.readouterr().err
-
-
-def test_help_lists_every_registered_answering_strategy(capsys):
-    from train.cli import main
-    from train.strategies import answer_strategies
-
-    assert main(["--help"]) == 0
-    out = capsys.readouterr().out
-    listed = out[out.index("(NAME:"):out.index("evaluate a policy")]
-    assert len(answer_strategies()) >= 10
-    for name in answer_strategies():
-        assert f" {name}," in listed or f" {name})" in listed, name
