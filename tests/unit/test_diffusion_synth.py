@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("diffusers")
-from diffusers import (  # noqa: E402
+from diffusers import (
     AutoencoderKL,
     DDIMScheduler,
     StableDiffusionGLIGENPipeline,
@@ -19,7 +18,7 @@ from diffusers import (  # noqa: E402
     StableDiffusionXLPipeline,
     UNet2DConditionModel,
 )
-from transformers import (  # noqa: E402
+from transformers import (
     CLIPImageProcessor,
     CLIPTextConfig,
     CLIPTextModel,

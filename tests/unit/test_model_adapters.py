@@ -18,7 +18,7 @@ from policies.adapters import AdapterError, attach, base_for, make_portable, rec
 from policies.export import export, model_card
 from train.export_cli import main as export_main
 
-tf = pytest.importorskip("transformers")
+import transformers as tf
 WORDS = ["[PAD]", "[UNK]", "<s>", "</s>", "def", "execute_command", "(", ")", ":", "return",
          "image", "yes", "no", "red", "circle"]
 

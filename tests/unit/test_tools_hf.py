@@ -14,9 +14,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
-tf = pytest.importorskip("transformers")
+import torch
+import transformers as tf
 
 from envs.tools import build_namespace  # noqa: E402
 from envs.tools.api import make_api  # noqa: E402
