@@ -84,9 +84,29 @@ def blip2(folder: Path) -> Path:
     return folder
 
 
-def owlv2(folder: Path) -> Path:
-    from tests.unit.test_backends_open import tiny_owl_at
+def tiny_owl_at(folder):
+    """A tiny randomly initialised OWLv2 with its processor, saved to ``folder``."""
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
 
+    words = ["[PAD]", "[UNK]", "<s>", "</s>", "a", "dog", "photo", "of"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = tf.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]",
+                                           unk_token="[UNK]", bos_token="<s>", eos_token="</s>")
+    text = dict(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                num_attention_heads=2, max_position_embeddings=16)
+    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                  image_size=32, patch_size=8)
+    tf.Owlv2ForObjectDetection(tf.Owlv2Config(text_config=text, vision_config=vision,
+                                              projection_dim=16)).save_pretrained(folder)
+    size = {"height": 32, "width": 32}
+    tf.Owlv2Processor(image_processor=tf.Owlv2ImageProcessor(size=size),
+                      tokenizer=tokenizer).save_pretrained(folder)
+    return folder
+
+
+def owlv2(folder: Path) -> Path:
     return tiny_owl_at(folder)
 
 

@@ -116,7 +116,7 @@ def test_your_files_with_unmapped_columns_fail_before_the_model_loads(user):
 
 
 def test_real_image_tools_as_the_readme_shows(user):
-    from tests.unit.test_backends_open import tiny_owl_at
+    from tests.helpers.standins import tiny_owl_at
 
     work, env = user
     config, command = readme_blocks("Real-image tools (the `hf` backend)")

@@ -53,7 +53,7 @@ def dry_run_form(line: str) -> tuple[dict, list[str]]:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """launch/ and configs/ of the repository beside a tiny GQA copy (as a user's checkout with data)."""
-    from tests.unit.test_hf_data import gqa_fixture
+    from tests.helpers.vqa_files import gqa_fixture
 
     work = tmp_path_factory.mktemp("checkout")
     for name in ("launch", "configs"):

@@ -14,8 +14,8 @@ from PIL import Image
 
 import huggingface_hub
 from envs.tools import BackendError, check_backend, open_backend
+from tests.helpers.standins import tiny_owl_at
 
-import transformers as tf
 
 FIND = ("def execute_command(image):\n"
         "    return str(len(ImagePatch(image).find('dog')) >= 0)\n")
@@ -33,27 +33,6 @@ def empty_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def tiny_owl(tmp_path_factory):
     return tiny_owl_at(tmp_path_factory.mktemp("tiny-owlv2"))
-
-
-def tiny_owl_at(folder):
-    """A tiny randomly initialised OWLv2 with its processor, saved to ``folder``."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    words = ["[PAD]", "[UNK]", "<s>", "</s>", "a", "dog", "photo", "of"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = tf.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]",
-                                           unk_token="[UNK]", bos_token="<s>", eos_token="</s>")
-    text = dict(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                num_attention_heads=2, max_position_embeddings=16)
-    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                  image_size=32, patch_size=8)
-    tf.Owlv2ForObjectDetection(tf.Owlv2Config(text_config=text, vision_config=vision,
-                                              projection_dim=16)).save_pretrained(folder)
-    size = {"height": 32, "width": 32}
-    tf.Owlv2Processor(image_processor=tf.Owlv2ImageProcessor(size=size),
-                      tokenizer=tokenizer).save_pretrained(folder)
-    return folder
 
 
 def test_shapes_cv_opens_in_the_workers_and_unknown_names_fail():

@@ -3,7 +3,6 @@
 Every fixture is built in tmp_path with real PNG/JPEG bytes; nothing is downloaded.
 """
 
-import io
 import json
 
 import datasets
@@ -15,15 +14,7 @@ from envs.data import hf
 from envs.data.hf import load_vqa
 from envs.data.presets import PRESETS, get_preset, select_subsample
 from rewards.metrics import METRICS, REFERENCE_COLUMN, get_metric
-
-COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
-
-
-def image_bytes(i=0, fmt="PNG", size=(8, 6)):
-    buf = io.BytesIO()
-    PILImage.new("RGB", size, COLORS[i % len(COLORS)]).save(buf, format=fmt)
-    return buf.getvalue()
-
+from tests.helpers.vqa_files import COLORS, gqa_fixture, image_bytes
 
 def img(i=0):
     return {"bytes": image_bytes(i), "path": None}
@@ -38,25 +29,6 @@ def load(source, tmp_path, **kwargs):
 
 
 # -- one fixture per preset, in the published schema ---------------------------------------
-
-
-def gqa_fixture(tmp_path, per_type=(12, 3, 1)):
-    """Raw GQA questions (imageId + nested groups/types) and an images/ folder of JPEGs."""
-    (tmp_path / "images").mkdir()
-    rows, types = [], ["typeVerifyC", "stateChoose", "companyVerify"]
-    for t, count in enumerate(per_type):
-        for k in range(count):
-            image_id = f"n{t}{k:03d}"
-            (tmp_path / "images" / f"{image_id}.jpg").write_bytes(image_bytes(k, "JPEG"))
-            rows.append({"id": f"{t}-{k}", "imageId": image_id, "question": f"Is it {t}?",
-                         "answer": "yes" if k % 2 else "no", "fullAnswer": "Yes, it is.",
-                         "isBalanced": True,
-                         "groups": {"global": None, "local": f"10c-{t}"},
-                         "types": {"structural": "verify", "semantic": "attr",
-                                   "detailed": types[t]}})
-    path = tmp_path / "gqa_questions.parquet"
-    Dataset.from_list(rows).to_parquet(str(path))
-    return path
 
 
 def vqav2_fixture(tmp_path):

@@ -10,7 +10,6 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 from envs.data.shapes import render, sample_scene
 from envs.execution import Executor
