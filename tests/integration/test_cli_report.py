@@ -47,6 +47,7 @@ def finished_run(tmp_path_factory):
     return root, proc
 
 
+@pytest.mark.slow
 def test_a_run_whose_wandb_dies_goes_on_and_logs_everything(finished_run):
     root, proc = finished_run
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -66,6 +67,7 @@ def test_a_run_whose_wandb_dies_goes_on_and_logs_everything(finished_run):
     assert all(r["image"]["image"].startswith("media/") for r in rows)
 
 
+@pytest.mark.slow
 def test_report_of_two_runs_opens_in_headless_chromium_without_errors(finished_run, tmp_path):
     root, proc = finished_run
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -96,6 +98,7 @@ def test_report_of_two_runs_opens_in_headless_chromium_without_errors(finished_r
     assert len(shot.resize((200, 200)).getcolors(maxcolors=40_000)) > 50, "the screenshot is blank"
 
 
+@pytest.mark.slow
 def test_readme_seeing_a_run_commands_run_as_written(finished_run, tmp_path):
     """The README's "Seeing a run, checking a config" block, line by line, in a folder whose
     runs/shapes-rwr-cpu and runs/my-run are copies of the real run."""

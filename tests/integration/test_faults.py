@@ -31,6 +31,7 @@ def _wait_for(predicate, proc, timeout=4000):
     return False
 
 
+@pytest.mark.slow
 def test_sigterm_from_slurm_requeues_and_the_run_resumes(tmp_path):
     """launch/slurm.sh with stand-ins for srun/scontrol: the preemption signal reaches
     the trainer, which stops at once (the newest checkpoint whole), the script requeues
@@ -73,6 +74,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_with_one_line_and_the_last_checkpoint_intact(tmp_path, small_disk):
     run_dir = small_disk / "full"
     cmd = [sys.executable, "train/iterate.py", "--config", "configs/shapes_rwr_cpu.yaml", f"output_dir={small_disk}",
@@ -104,6 +106,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_last_checkpoint_intact(
     assert [m["iteration"] for m in _metrics(run_dir)] == [0, 1]
 
 
+@pytest.mark.slow
 def test_non_finite_losses_are_skipped_counted_and_stop_the_run_past_the_limit(run_iterate, tmp_path):
     """A reward of +inf gives an infinite weight, hence a non-finite loss: each such
     step is skipped (the adapter stays finite), counted in the metrics, and past

@@ -5,11 +5,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.runs import ROOT, TINY, run_env
 
 SCRIPT = [sys.executable, "bench/learning_curve.py"]
 
 
+@pytest.mark.slow
 def test_learning_curve_runs_reads_and_reuses(tmp_path):
     out = tmp_path / "curve"
     # TINY sets programs_per_question=2 for every arm; the arm's own 3 wins.

@@ -64,6 +64,7 @@ def cache_smollm2(cache: Path) -> None:
     (snapshot.parents[1] / "refs" / "main").write_text(rev)
 
 
+@pytest.mark.slow
 def test_train_on_your_own_data_and_use_your_own_model_as_the_readme_says(user):
     work, env = user
     make_data, commands = readme_blocks("Train on your own data")

@@ -13,6 +13,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.runs import ROOT, run_env
 
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
@@ -41,6 +43,7 @@ def test_readme_commands_run_as_written(tmp_path):
     assert plain["errors"]["assertion"] == 0  # no tests, no assertion errors
 
 
+@pytest.mark.slow
 def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_path):
     # The test-conditioned prompt is ~3x longer than viper_compact: allow the slower start.
     # The reward monitor (the config's): after the last update a final scoring pass builds

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from safetensors.torch import load_file
 
 
@@ -9,6 +10,7 @@ def _metrics(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_pool_only_grows_pools_without_touching_lora_and_resumes_them(run_iterate, tmp_path):
     common = ("run_name=sp", "selfplay.mode=pool_only", "selfplay.families=[viper_compact, tool_api]",
               "selfplay.shots_per_step=[0, 2]", "selfplay.threshold=0.0", "selfplay.max_refinements=1",

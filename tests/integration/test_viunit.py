@@ -9,9 +9,12 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.runs import ROOT, run_env
 
 
+@pytest.mark.slow
 def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
     # The eval monitor keeps this run short (no final scoring pass, whose suites best.json
     # counts: tests/integration/test_proptest.py), so the last metrics line counts them all.
@@ -50,6 +53,7 @@ def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
     assert len(detail) == 3 and all(c["refused"] == (c["score"] < 0.8) for c in detail)
 
 
+@pytest.mark.slow
 def test_unit_tests_with_the_embedded_llm(tmp_path):
     out = tmp_path / "suite"
     proc = subprocess.run([sys.executable, "-m", "train.cli", "unit-tests", "--question", "Is there a red circle?",
@@ -65,6 +69,7 @@ def test_unit_tests_with_the_embedded_llm(tmp_path):
     assert len(lines) - 1 == head["stats"]["candidates"] - head["stats"]["dropped"] or len(lines) - 1 == 3
 
 
+@pytest.mark.slow
 def test_eval_reprompting_strategies_with_the_embedded_policy(tmp_path):
     """reprompt and error_reprompt sample corrections from the real policy."""
     data = tmp_path / "shapes"
