@@ -92,8 +92,12 @@ def _tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _tracked() -> frozenset[str]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return frozenset(out.split())
+    """The tree's files: git's list, or a walk where there is no git checkout (an sdist)."""
+    proc = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return frozenset(proc.stdout.split())
+    return frozenset(str(p.relative_to(ROOT)) for top in TOP if (ROOT / top).is_dir()
+                     for p in (ROOT / top).rglob("*") if p.is_file())
 
 
 def _exists(path: str, doc: Path) -> bool:
