@@ -23,6 +23,7 @@ def _vprl(*args, cwd, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_dry_run_loads_data_and_model_and_writes_nothing(tmp_path):
     runs = tmp_path / "runs"
     proc = _vprl("train", "--config", str(ROOT / "configs/shapes_rwr_cpu.yaml"), "--dry-run", f"output_dir={runs}",

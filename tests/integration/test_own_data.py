@@ -116,6 +116,7 @@ def test_your_files_with_unmapped_columns_fail_before_the_model_loads(user):
     assert not (work / "runs").exists()
 
 
+@pytest.mark.slow
 def test_real_image_tools_as_the_readme_shows(user):
     from tests.helpers.standins import tiny_owl_at
 

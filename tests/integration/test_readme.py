@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.helpers.runs import ROOT, run_env
@@ -66,6 +67,7 @@ def test_reward_plugin_yaml_is_a_valid_config(tmp_path, monkeypatch):
         validate(load_config(path))
 
 
+@pytest.mark.slow
 def test_reward_plugin_example_runs_as_written(tmp_path):
     """my_rewards.py and my_config.yaml from the README, then the README's command, in that folder."""
     _write_files(tmp_path)
