@@ -57,7 +57,8 @@ from rewards.property_tests.quality import test_quality  # noqa: E402
 from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder  # noqa: E402
 from rewards.property_tests.types import failure_kind  # noqa: E402
 from train.eval_cli import ProgramSampler  # noqa: E402
-from train.evaluate import mean, result_score  # noqa: E402
+from rewards.labels import result_score  # noqa: E402
+from train.evaluate import mean  # noqa: E402
 from train.strategies.proptest import answer_with_tests  # noqa: E402
 
 from policies import DEFAULT_MODEL as MODEL  # noqa: E402

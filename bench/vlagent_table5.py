@@ -33,7 +33,7 @@ def interval(values):
 
 def parser_figures(rows, scripts, executor) -> dict:
     from envs.visprog.compile import script_of
-    from rewards.builtin import result_accuracy
+    from rewards.labels import result_score
     from rewards.vlagent.repair import repair_script
 
     start = time.perf_counter()
@@ -45,7 +45,8 @@ def parser_figures(rows, scripts, executor) -> dict:
 
     before = executor.run([scripts[i] for i in repaired], [rows[i]["image"] for i in repaired])
     after = executor.run([script_program(fixes[i].text) for i in repaired], [rows[i]["image"] for i in repaired])
-    acc = lambda rs: [result_accuracy(r, rows[i]["answer"], None) for r, i in zip(rs, repaired)]  # noqa: E731
+    acc = lambda rs: [result_score(r, {"answer": rows[i]["answer"]}, "gqa_accuracy")  # noqa: E731
+                      for r, i in zip(rs, repaired)]
     rules: dict = {}
     for f in fixes:
         for rule in {v.rule for v in f.before}:

@@ -3,9 +3,11 @@
 `execute_and_score` is the one execute-then-score path: the trainer's rollouts, the
 environment's `step`/`score_batch`, self-refinement and `vprl eval` all run programs
 and rewards through it. Programs run once, in parallel, on the executor the caller
-hands in; the rewards receive that same executor through their `executor` argument
-and so read its cache (under TRL, where nobody hands them one, they fall back to
-`envs.execution.shared_executor()`).
+hands in; the rewards read their results from the reward context (`results`, one
+ExecutionResult per completion, for a reward whose signature names it) and get that
+executor (`executor`) for any other run they need, e.g. on unit-test images. A reward
+called TRL's way gets neither and runs the programs itself
+(`rewards.execution.program_results`, on `envs.execution.shared_executor()`).
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def reward_specs(rewards: Iterable[Any] | str | None) -> list[RewardSpec]:
     return specs
 
 
-def _named_parameters(fn) -> set[str]:
+def named_parameters(fn) -> set[str]:
+    """The parameter names of a reward (a function or a `Reward`'s `__call__`); the
+    reward-context entries it receives."""
     try:
         return set(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
@@ -92,7 +96,7 @@ class RewardSet:
     def __post_init__(self):
         self.specs = reward_specs(self.specs)
         self.fns = [get(s.name) for s in self.specs]
-        self._params = [_named_parameters(fn) for fn in self.fns]
+        self._params = [named_parameters(fn) for fn in self.fns]
 
     @property
     def names(self) -> list[str]:
@@ -103,8 +107,9 @@ class RewardSet:
         return {s.name: label_columns(s.name, s.kwargs, fn) for s, fn in zip(self.specs, self.fns)}
 
     def score(self, prompts, completions, columns: dict, **context) -> tuple[list[float | None], dict[str, list]]:
-        """Weighted totals and per-reward parts. `context` (e.g. executor=) joins the
-        run-level context for this call; each reward gets the entries its signature names."""
+        """Weighted totals and per-reward parts. `context` (e.g. executor=, results=) joins
+        the run-level context for this call; each reward gets the entries its signature
+        names (`named_parameters`), so a reward that names none is called as TRL calls it."""
         context = {**self.context, **context}
         parts: dict[str, list] = {}
         for spec, fn, params in zip(self.specs, self.fns, self._params):
@@ -159,7 +164,7 @@ def execute_and_score(rows: list[dict], prompts: list, completions: list, execut
 
     rows[i], prompts[i] and completions[i] belong together; rows repeat when a question
     has several samples. A completion that is already a whole program takes an empty
-    prompt. The rewards receive `executor`, so they read the results just computed.
+    prompt. The rewards receive the results just computed (`results`) and `executor`.
     """
     if not (len(rows) == len(prompts) == len(completions)):
         raise ValueError(f"need one row and one prompt per completion; got {len(rows)} rows, "
@@ -171,6 +176,6 @@ def execute_and_score(rows: list[dict], prompts: list, completions: list, execut
     if reward_set is None:
         return [Scored(p, r, {}, None) for p, r in zip(programs, results)]
     totals, parts = reward_set.score(list(prompts), list(completions), reward_columns(rows, metric),
-                                     executor=executor)
+                                     executor=executor, results=results)
     return [Scored(program, result, {name: values[k] for name, values in parts.items()}, totals[k])
             for k, (program, result) in enumerate(zip(programs, results))]

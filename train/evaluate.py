@@ -1,9 +1,9 @@
-"""Held-out evaluation: the one place answers are scored against labels.
+"""Held-out evaluation's scoring: the families' hits and aggregates, `vprl eval`'s metrics,
+logical accuracy.
 
-The training loop's held-out eval, `vprl eval` (every answering strategy) and the
-self-play aggregators all score through here, with each row's own metric (a `metric`
-column wins over the dataset default) against whichever of `answer` / `answers` that
-metric reads (`rewards.builtin.answer_accuracy`, the correctness reward's comparison).
+Answers meet labels in `rewards.labels` alone (the correctness reward's comparison): each
+row's own metric against whichever of `answer` / `answers` that metric reads, None for a
+row without a label.
 
 Logical accuracy: ViUniT found by hand that a third of "correct" programs were right
 for the wrong reasons. For synthetic shapes questions that is measurable: run each
@@ -17,26 +17,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Sequence
 
-from rewards.builtin import answer_accuracy
-
-
-def row_metric(row: dict, metric: str) -> str:
-    """The metric a row is scored with: its own `metric` column, else the dataset's."""
-    return row.get("metric") or metric
-
-
-def answer_score(answer, row: dict, metric: str) -> float | None:
-    """One answer against one row's labels; None when the row carries no label."""
-    if row.get("answer") is None and row.get("answers") is None:
-        return None
-    return answer_accuracy(answer, row.get("answer"), row.get("answers"), row_metric(row, metric))
-
-
-def result_score(result, row: dict, metric: str) -> float | None:
-    """One execution result against one row's labels: a failed run scores 0."""
-    if result.status != "ok":
-        return None if row.get("answer") is None and row.get("answers") is None else 0.0
-    return answer_score(result.answer, row, metric)
+from rewards.labels import answer_score, result_score
 
 
 def mean(values: Sequence) -> float:

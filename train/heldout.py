@@ -4,7 +4,7 @@ Greedy decoding (`generation.eval_temperature`) on the first `eval_questions` va
 rows, one program per question and prompt family; accuracy under the task metric,
 logical accuracy on counterfactual scenes (shapes), the families' aggregates, and the
 best constant answer's accuracy on the same questions beside them. Scoring is
-`train.evaluate`'s (the one place answers meet labels) and the metrics are
+`rewards.labels`' (the one place answers meet labels) and the metrics are
 `train.records.eval_metrics`'s. One `EvalRecord` per question goes to
 `runs/<name>/eval/<point>.jsonl` (`base`, `iter_000`, ...): `bench/learning_curve.py`
 turns them into curves with bootstrap intervals and `vprl report` into its per-family table.
@@ -105,7 +105,7 @@ class HeldOut:
         (the base point, or any point of a run that never updates, such as pool_only), so
         its programs are read from / written to the cache shared by runs.
         """
-        from train.evaluate import family_hits, logical_metrics, result_score, summarize
+        from train.evaluate import family_hits, logical_metrics, summarize
         from train.records import EvalRecord, eval_metrics
         from train.rollout import collect
         from train.selfplay import judge_reply
@@ -121,10 +121,9 @@ class HeldOut:
         by_family = {}
         for name in sp.names:
             prompts, _ = sp.prompts(name, self.tokenizer, self.rows, iteration, cfg.seed + 1)
-            by_family[name] = collect(self.rows, prompts, sampler, 1, self.executor, progress=self.main_proc,
-                                      desc=f"evaluate {name}") if self.rows else []
-            for ro in by_family[name]:  # the task metric of each row, against its labels
-                ro.accuracy = result_score(ro.result, self.rows[ro.row], cfg.data.metric)
+            # Each rollout's `accuracy`: the task metric of its row, against its labels.
+            by_family[name] = collect(self.rows, prompts, sampler, 1, self.executor, metric=cfg.data.metric,
+                                      progress=self.main_proc, desc=f"evaluate {name}") if self.rows else []
         hits = family_hits(self.rows, {n: [r.result.answer for r in rs] for n, rs in by_family.items()},
                            cfg.data.metric, sp.cfg.aggregate, judge_fn=lambda prompt: judge_reply(generator, prompt))
         generator.drain()  # ZeRO-3: no rank leaves generation while another still runs forwards
@@ -152,7 +151,7 @@ def constant_baseline(rows, metric: str = "gqa_accuracy") -> tuple[str | None, f
     """
     from collections import Counter
 
-    from train.evaluate import answer_score
+    from rewards.labels import answer_score
 
     rows = [r for r in rows if r.get("answer") is not None or r.get("answers")]
     if not rows:

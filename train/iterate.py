@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # `accelerate launch train/iterate.py` runs this as a script
@@ -77,7 +77,6 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
     errors and grow the few-shot pools (over all ranks) as self-play asks."""
     from accelerate.utils import gather_object
 
-    from train.evaluate import result_score
     from train.rollout import collect
 
     cfg, sp = loop.cfg, loop.selfplay
@@ -87,12 +86,14 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
     rollouts, metrics = [], {}
     for name in sp.names:  # one prompt family (and few-shot pool) after another
         prompts, shots = sp.prompts(name, loop.tokenizer, batch, iteration, cfg.seed)
+        # Each rollout's `accuracy` is its label score, for the logs: a label-free reward
+        # (viunit) never sees it, but it is how runs with different rewards are compared.
         family = collect(batch, prompts, loop.generator, cfg.programs_per_question, loop.executor, loop.reward_set,
-                         metric=cfg.data.metric, progress=loop.accelerator.is_main_process, desc=f"generate {name}")
-        metrics.update(sp.refine(name, loop.tokenizer, batch, family, shots, loop.generator, loop.executor,
-                                 loop.reward_set))
-        for ro in family:
-            ro.prompt_family = name
+                         metric=cfg.data.metric, progress=loop.accelerator.is_main_process, desc=f"generate {name}",
+                         prompt_family=name)
+        family, refined = sp.refine(name, loop.tokenizer, batch, family, shots, loop.generator, loop.executor,
+                                    loop.reward_set)
+        metrics.update(refined)
         rollouts += family
     loop.generator.drain()  # ZeRO-3: no rank leaves generation while another still runs forwards
     if admit:
@@ -100,10 +101,6 @@ def rollout(loop: Loop, batch: list[dict], iteration: int, admit: bool = True,
             family = [ro for ro in rollouts if ro.prompt_family == name]
             metrics[f"pool/{name}/admitted_now"] = sp.admit(name, batch, family, iteration, gather=gather_object,
                                                              executor=loop.executor)
-    # Label accuracy of every rollout, for the logs: a label-free reward (viunit) never
-    # sees it, but it is how runs with different rewards are compared.
-    for ro in rollouts:
-        ro.accuracy = result_score(ro.result, batch[ro.row], cfg.data.metric)
     return rollouts, metrics
 
 
@@ -141,8 +138,7 @@ def sample_rollouts(loop: Loop, iteration: int) -> tuple[list[dict], list, dict]
             and useful < cfg.questions_per_iteration:
         more = questions(loop, iteration, round_=rounds)
         extra, extra_metrics = rollout(loop, more, iteration, round_=rounds)
-        for ro in extra:  # rows index the merged batch
-            ro.row += len(batch)
+        extra = [replace(ro, row=ro.row + len(batch)) for ro in extra]  # rows index the merged batch
         for key, value in extra_metrics.items():  # admissions add up; the rest is the last round's
             metrics[key] = metrics.get(key, 0) + value if key.endswith("admitted_now") else value
         batch, rollouts, rounds = batch + more, rollouts + extra, rounds + 1
@@ -153,7 +149,8 @@ def sample_rollouts(loop: Loop, iteration: int) -> tuple[list[dict], list, dict]
 
 def training_examples(loop: Loop, rollouts: list) -> list:
     """Rewards → weights (Eq. 8's, or group-relative advantages: `objective.name`), and the
-    completion each rollout teaches; one Example per rollout, in order."""
+    completion each rollout teaches; one Example per rollout, in order: a rollout's weight
+    is its Example's."""
     from train.objectives import group_advantages
     from train.update import Example, reward_to_weight, skip_settled
 
@@ -168,14 +165,12 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     if w.skip_settled:
         weights = skip_settled(groups, weights)
     for ro, weight in zip(rollouts, weights):
-        ro.weight = weight
         # A program that ended on its own is taught to end there (EOS); a truncated one is not.
         target = ro.completion_ids + ([eos] if ro.finished else [])
-        if ro.refined:  # teach the first prompt the corrected program
+        if ro.refined:  # teach the first prompt the corrected program; an unusable one weighs nothing
             corrected = loop.selfplay.training_completion(ro, ro.prompt_family, loop.tokenizer)
-            target = corrected + [eos] if corrected else target
-            ro.weight = ro.weight if corrected else 0.0
-        examples.append(Example(ro.prompt_ids, target, ro.weight))
+            target, weight = (corrected + [eos], weight) if corrected else (target, 0.0)
+        examples.append(Example(ro.prompt_ids, target, weight))
     return examples
 
 
@@ -241,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     from train import checkpoint as ckpt
     from train.console_log import ConsoleLog
     from train.early_stopping import EarlyStopper
+    from train.ending import Ending
     from train.heldout import HeldOut, point_name
     from train.records import RolloutRecord, reward_counters, rollout_metrics
     from train.report import report_at_end
@@ -254,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     rank, world, main_proc = accelerator.process_index, accelerator.num_processes, accelerator.is_main_process
     say = accelerator.print
     console = ConsoleLog(enabled=main_proc)  # the console, also in runs/<name>/train.log
+    ending = Ending(console, run_dir, main_proc)  # every way out closes what was opened, newest first
     random.seed(cfg.seed + rank)
     np.random.seed(cfg.seed + rank)
     torch.manual_seed(cfg.seed)  # same LoRA init on every rank
@@ -261,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         train_rows, eval_rows = load_data(cfg, progress=main_proc)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        console.close()
+        ending.close()
         return 2
     model, tokenizer = load_model(cfg.model, cfg.dtype)
     model = attach_lora(model, cfg.lora)
@@ -278,10 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                                sync=any_rank(accelerator.device) if zero3 and world > 1 else None)
     reward_set = rewards.RewardSet(cfg.rewards, failure_limit=cfg.reward_failure_limit,
                                    context={"run_dir": str(run_dir)})  # e.g. where unit-test suites are cached
-    tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
-                         setting="env.backend_kwargs.{key}")  # model-backed tools live outside the sandbox
-    executor = Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
-                        backend=tools.spec)  # handed to every reward
+    tools = ending.opened(open_backend(cfg.env.backend, cfg.env.backend_kwargs, tool_host=cfg.env.tool_host,
+                                       setting="env.backend_kwargs.{key}"))  # model-backed tools: outside the sandbox
+    executor = ending.opened(Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb,
+                                      workers=cfg.env.workers, backend=tools.spec))  # handed to every reward
     stopper = EarlyStopper(cfg.early_stopping.patience, cfg.early_stopping.min_delta, cfg.early_stopping.enabled)
     selfplay = SelfPlay(cfg.selfplay, cfg.env.prompt, cfg.data.metric, run_dir=run_dir,
                         seed=cfg.data.seed)  # few-shot pools, one per prompt family
@@ -303,17 +300,14 @@ def main(argv: list[str] | None = None) -> int:
                 console.open(run_dir / "train.log")  # with the lines printed so far
             generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, adapter_weights(policy), accelerator))
     except (ckpt.CheckpointError, ckpt.Preempted) as e:
-        executor.close()
-        tools.close()
-        status = ckpt.stop_run(e, run_dir, None, main_proc)
-        console.close()
-        return status
+        return ending.stop(e, None)
     stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
     replay = ReplayBuffer(cfg.objective.replay_capacity, cfg.objective.replay_decay, resumed.replay)
     shaped = functools.partial(reward_to_weight, transform=cfg.weighting.transform,  # what a replayed program weighs
                                threshold=cfg.weighting.threshold)
     final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
-    tracker = Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc, resume_id=resumed.wandb_id)
+    tracker = ending.opened(Tracker(cfg.tracking, run_dir, to_dict(cfg), enabled=main_proc,
+                                    resume_id=resumed.wandb_id), tracker=True)
     monitor_reward, monitor_probe = (cfg.early_stopping.monitor == m for m in ("reward/mean", "probe/reward"))
     probe_batch = questions(loop, "probe", cfg.early_stopping.probe_questions) if monitor_probe else []
     iteration = resumed.start
@@ -341,10 +335,10 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- rewards -> weights (Eq. 8 / advantages) -> update
             t0 = time.time()
-            examples = training_examples(loop, rollouts)
-            fresh = replay_candidates(rollouts, examples, iteration, shaped) if replay.capacity else []
+            taught = training_examples(loop, rollouts)  # one per rollout, with its weight
+            fresh = replay_candidates(rollouts, taught, iteration, shaped) if replay.capacity else []
             # pool_only: the pool alone improves the policy; replayed successes train beside the rollouts.
-            examples = examples + replay.examples(iteration, rank, world) if selfplay.updates else []
+            examples = taught + replay.examples(iteration, rank, world) if selfplay.updates else []
             if cfg.lora.init == "base":  # after the rollouts: they came from the previous adapter
                 torch.manual_seed(cfg.seed + iteration)  # the same fresh A on every rank
                 reset_lora(policy)
@@ -370,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- log
             metrics = {"iteration": iteration, **probed}
-            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row]) for r in rollouts]),
+            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row], e.weight)
+                                                          for r, e in zip(rollouts, taught)]),
                                            reward_set.names, selfplay.names))
             metrics.update(loss_stats)
             metrics["loss/skipped_steps_total"] = skipped_steps
@@ -398,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                 ckpt.save_iteration(run_dir, iteration, policy, metrics, state, selfplay.to_json(),
                                     accelerator=accelerator, weights=weights)
             if main_proc:
-                table = rollout_table(rollouts[: cfg.tracking.table_rows], batch, iteration)
+                table = rollout_table(rollouts[: cfg.tracking.table_rows], batch, iteration, [e.weight for e in taught])
                 tables = {"pool/contents": selfplay.table_rows()}  # held-out answers: eval/<point>.jsonl
                 for name, fn in zip(reward_set.names, reward_set.fns):  # e.g. viunit's suites, with images
                     if callable(getattr(fn, "table_rows", None)):
@@ -428,21 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
             say(f"final adapter (iteration {last}): reward {value:.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second copy of the preemption signal: see stop_run
-        tracker.finish()
-        executor.close()
-        tools.close()
-        status = ckpt.stop_run(e, run_dir, iteration, main_proc)
-        console.close()  # after the one line, so train.log has it
-        return status
+        return ending.stop(e, iteration)
     except BaseException:
-        console.close(error=True)
-        # No partial output: a run that fails before its first checkpoint leaves nothing behind.
-        if main_proc and not ckpt.completed_iterations(run_dir):
-            import shutil
-
-            tracker.finish()
-            shutil.rmtree(run_dir, ignore_errors=True)
+        ending.crash()  # no partial output: a run that fails before its first checkpoint leaves nothing
         raise
 
     # ------------------------------------------------------------------ finish: publish best/
@@ -463,14 +446,11 @@ def main(argv: list[str] | None = None) -> int:
                          "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
                          **{f"base/{k}": v for k, v in base.items()},
                          **{f"final_pass/{k}": v for k, v in (final_pass or {}).items()}})
-        tracker.finish()
         say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else f'iteration {best}'})")
         if cfg.tracking.report:
             report_at_end(run_dir)  # prints "report: runs/<name>/report.html"
-    console.close()
     accelerator.wait_for_everyone()
-    executor.close()
-    tools.close()
+    ending.close()  # the tracker, executor and tools, then the console
     accelerator.end_training()
     return 0
 

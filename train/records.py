@@ -22,8 +22,9 @@ class RolloutRecord:
     question_family: str | None = None  # the data's `family` column (counting, spatial, ...)
 
     @classmethod
-    def of(cls, ro, row: dict | None = None) -> "RolloutRecord":
-        return cls(ro.reward, ro.weight, ro.result.status, dict(ro.parts), len(ro.completion_ids), ro.prompt_family,
+    def of(cls, ro, row: dict | None = None, weight: float = 0.0) -> "RolloutRecord":
+        """`ro`'s record; `weight` is what the update gave it (its Example's; 0: not trained on)."""
+        return cls(ro.reward, weight, ro.result.status, dict(ro.parts), len(ro.completion_ids), ro.prompt_family,
                    ro.accuracy, (row or {}).get("family"))
 
 

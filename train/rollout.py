@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from rewards.combine import execute_and_score
+from rewards.combine import Scored, execute_and_score
+from rewards.labels import result_score
 
 
-@dataclass
+@dataclass(frozen=True)
 class Rollout:
+    """One sampled program, executed and scored: a value, never edited in place. A
+    refined program is a new Rollout (`rescored`); the weight the update gives it lives
+    beside it, in its training Example."""
+
     row: int                # index of the question in this batch
     prompt: str
     completion: str
@@ -19,23 +24,38 @@ class Rollout:
     result: object          # envs.execution.ExecutionResult
     parts: dict = field(default_factory=dict)
     reward: float | None = None
-    weight: float = 0.0
     prompt_family: str = ""  # the prompt family (few-shot pool) it was written in; rows' `family` is the question's
     refined: bool = False   # replaced by a self-refinement round
     accuracy: float | None = None  # the task metric against the label: logged, never trained on
 
 
+def _scored(sc: Scored, row: dict, metric: str | None) -> dict:
+    """A Rollout's fields that come from executing and scoring its program."""
+    return {"program": sc.program, "result": sc.result, "parts": sc.parts, "reward": sc.reward,
+            "accuracy": result_score(sc.result, row, metric or "gqa_accuracy")}
+
+
+def rescored(ro: Rollout, program: str, sc: Scored, row: dict, metric: str | None) -> Rollout:
+    """`ro` with the program self-refinement wrote in its place (kept as written: the
+    prompt is taught it), executed and scored as `sc`."""
+    return replace(ro, refined=True, **{**_scored(sc, row, metric), "program": program})
+
+
 def collect(rows: list[dict], prompts: list[str], generator, n: int, executor, reward_set=None,
-            metric: str | None = None, progress: bool = False, desc: str = "generate") -> list[Rollout]:
+            metric: str | None = None, progress: bool = False, desc: str = "generate",
+            prompt_family: str = "") -> list[Rollout]:
     """n programs per prompt, executed on their rows' images and scored (the one path,
-    `rewards.combine.execute_and_score`); reward_set None executes only (evaluation)."""
+    `rewards.combine.execute_and_score`); reward_set None executes only (evaluation).
+    `accuracy` is each result against its row's label, with `metric` (default gqa_accuracy)
+    where the row names none."""
     samples = generator.generate(prompts, n=n, progress=progress, desc=desc)
     index = [s.prompt_index for s in samples]
     sample_prompts = [prompts[i] for i in index]
     completions = [s.text for s in samples]
     scored = execute_and_score([rows[i] for i in index], sample_prompts, completions, executor, reward_set,
                                metric=metric, progress=progress)
-    return [Rollout(i, p, c, sc.program, s.prompt_ids, s.completion_ids, s.finished, sc.result, sc.parts, sc.reward)
+    return [Rollout(i, p, c, prompt_ids=s.prompt_ids, completion_ids=s.completion_ids, finished=s.finished,
+                    prompt_family=prompt_family, **_scored(sc, rows[i], metric))
             for i, p, c, s, sc in zip(index, sample_prompts, completions, samples, scored)]
 
 

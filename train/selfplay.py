@@ -14,6 +14,7 @@ from collections import Counter
 
 from envs.prompts import get_family
 from rewards.combine import execute_and_score
+from train.rollout import rescored
 from envs.selfplay import (FewShotPool, PoolEntry, pools_from_json, pools_to_json, refine_batch, refine_stats,
                            sample_shots)
 
@@ -63,10 +64,11 @@ class SelfPlay:
         family = self.families[name]
         return [family.render(tokenizer, row["question"], s) for row, s in zip(rows, shots)], shots
 
-    def refine(self, name, tokenizer, rows, rollouts, shots, generator, executor, reward_set) -> dict:
-        """Self-refinement of errored rollouts; fixed ones take the corrected program and its reward."""
+    def refine(self, name, tokenizer, rows, rollouts, shots, generator, executor, reward_set) -> tuple[list, dict]:
+        """Self-refinement of errored rollouts: the rollouts, each fixed one replaced by its
+        corrected program with that program's reward (`train.rollout.rescored`), and the stats."""
         if not self.cfg.max_refinements:
-            return {}
+            return list(rollouts), {}
 
         def generate(prompts):
             return [s.text for s in generator.generate(prompts, n=1, desc="refine")]
@@ -78,15 +80,15 @@ class SelfPlay:
                                [rows[r.row]["question"] for r in rollouts], [r.program for r in rollouts],
                                [r.result for r in rollouts], self.cfg.max_refinements,
                                shots_per_question=[shots[r.row] for r in rollouts])
-        fixed = [(ro, item) for ro, item in zip(rollouts, refined) if item.rounds]
+        fixed = [k for k, item in enumerate(refined) if item.rounds]
+        out = list(rollouts)
         if fixed:
             # Score the refined programs on the one path; completions are whole programs.
-            scored = execute_and_score([rows[ro.row] for ro, _ in fixed], [""] * len(fixed),
-                                       [item.program for _, item in fixed], executor, reward_set, metric=self.metric)
-            for (ro, item), sc in zip(fixed, scored):
-                ro.program, ro.result, ro.reward, ro.parts = item.program, sc.result, sc.reward, sc.parts
-                ro.refined = True
-        return refine_stats(refined, prefix=f"refine/{name}/")
+            scored = execute_and_score([rows[out[k].row] for k in fixed], [""] * len(fixed),
+                                       [refined[k].program for k in fixed], executor, reward_set, metric=self.metric)
+            for k, sc in zip(fixed, scored):
+                out[k] = rescored(out[k], refined[k].program, sc, rows[out[k].row], self.metric)
+        return out, refine_stats(refined, prefix=f"refine/{name}/")
 
     def admit(self, name: str, rows: list[dict], rollouts, iteration: int, gather=None, executor=None) -> int:
         """Programs whose task reward reaches the threshold, and that pass the stricter

@@ -54,17 +54,18 @@ def _clean(value):
     return value
 
 
-def rollout_table(rollouts, rows: list[dict], iteration: int) -> list[dict]:
+def rollout_table(rollouts, rows: list[dict], iteration: int, weights: list[float]) -> list[dict]:
     """One table row per rollout: what the W&B table and `vprl report` show of it
-    (`accuracy` is the task metric against the label, logged whatever the rewards are)."""
+    (`accuracy` is the task metric against the label, logged whatever the rewards are;
+    `weights[i]` is what the update gave rollout i)."""
     out = []
-    for r in rollouts:
+    for r, weight in zip(rollouts, weights):
         row = rows[r.row]
         out.append({"iteration": iteration, "question": row["question"], "image": row.get("image"),
                     "question_family": row.get("family"), "program": r.program, "prompt_family": r.prompt_family,
                     "answer": r.result.answer, "expected": row.get("answer"), "status": r.result.status,
                     "error": r.result.error, "refined": r.refined, "accuracy": r.accuracy,
-                    **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": r.weight})
+                    **{f"reward/{k}": v for k, v in r.parts.items()}, "reward": r.reward, "weight": weight})
     return out
 
 

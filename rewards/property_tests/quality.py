@@ -53,7 +53,7 @@ def confusion(executor, suites, rows, program_results, gt_checks, metric: str = 
     """Figure 6 on the programs' answers (questions with usable tests and an answer):
     positive = the tests pass. `toxic_strict` is CodeT's toxic test (the paper's): the
     suite passes the program's wrong answer yet rejects the ground truth."""
-    from rewards.builtin import result_accuracy
+    from rewards.labels import result_score
     from rewards.property_tests.harness import check_results
 
     images = [r["image"] for r in rows]
@@ -63,7 +63,7 @@ def confusion(executor, suites, rows, program_results, gt_checks, metric: str = 
     for row, res, chk, g in zip(rows, program_results, checks, gt_checks):
         if chk.status != "ok" or not chk.tests:
             continue
-        right = result_accuracy(res, row.get("answer"), row.get("answers"), row.get("metric") or metric) == 1.0
+        right = result_score(res, row, metric) == 1.0
         passes = not chk.failed
         cells[("tp" if right else "fp") if passes else ("fn" if right else "tn")] += 1
         strict += passes and not right and g.failed

@@ -21,6 +21,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from policies.programs import program_from
+from rewards.combine import named_parameters
+from rewards.execution import executor_or_shared, program_results
 from rewards.property_tests.harness import check_results, tests_executor
 from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder
 from rewards.registry import Reward
@@ -93,28 +95,28 @@ class PropTestReward(Reward):
         return self._builders[key]
 
     def __call__(self, prompts, completions, question=None, image=None, run_dir=None, executor=None,
-                 mode="fraction", reward=None, reward_kwargs=None, **columns):
-        """`executor` is the caller's (the reward context); TRL hands none, so the
-        process-wide one is used. The program runs there (a cache read in training);
-        its answer is then checked, on the same executor unless the tests need `llm_query`."""
+                 results=None, mode="fraction", reward=None, reward_kwargs=None, **columns):
+        """`executor` and `results` are the caller's (the reward context); TRL hands
+        neither, so the programs run here, on the process-wide executor. Their answers
+        are then checked, on that executor unless the tests need `llm_query`."""
         if question is None or image is None:
             return [None] * len(completions)
-        if executor is None:
-            from envs.execution import shared_executor
-
-            executor = shared_executor()
+        executor = executor_or_shared(executor)
         builder = self.builder({k: v for k, v in columns.items() if k in CONFIG_OPTIONS}, run_dir)
         suites = builder.build(list(question))
         programs = [program_from(p, c) for p, c in zip(prompts, completions)]
         images = list(image)
-        results = executor.run(programs, images)
+        results = program_results(prompts, completions, images, executor, results)
         checker = tests_executor(executor, builder.cfg.uses_llm, builder.cfg.llm_model)
         checks = check_results(checker, suites, results, images)
         values = [score(c, "all" if mode == "gate" else mode) for c in checks]
         if mode == "gate":
             rest = {k: v for k, v in columns.items() if k not in CONFIG_OPTIONS}
-            other = list(self._other(reward)(prompts, completions, question=question, image=image, run_dir=run_dir,
-                                             executor=executor, **rest, **(reward_kwargs or {})))
+            other_fn = self._other(reward)
+            # The gated reward reads the same results, if it takes them (a TRL-style one runs its own).
+            given = {"results": results} if "results" in named_parameters(other_fn) else {}
+            other = list(other_fn(prompts, completions, question=question, image=image, run_dir=run_dir,
+                                  executor=executor, **given, **rest, **(reward_kwargs or {})))
             values = [None if o is None else (o if v is None else v * o) for v, o in zip(values, other)]
         for c in checks:
             self._totals[c.status] += 1

@@ -12,6 +12,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from policies.programs import program_from
+from rewards.execution import executor_or_shared
 from rewards.registry import Reward
 from rewards.unit_tests.scoring import (TEST_SCORE_AGGREGATORS, THETA, run_on_suites, suite_score, unit_score,
                                         viunit_reward)
@@ -71,10 +72,7 @@ class ViUnitReward(Reward):
         process-wide one is used."""
         if question is None:
             return [None] * len(completions)
-        if executor is None:
-            from envs.execution import shared_executor
-
-            executor = shared_executor()
+        executor = executor_or_shared(executor)
         suite_kwargs = {k: v for k, v in kwargs.items() if k in SUITE_OPTIONS}
         builder = self.builder(suite_kwargs, run_dir)
         # Only the scene generator (an oracle) may see the question's meaning; the LLM

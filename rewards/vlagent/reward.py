@@ -77,19 +77,18 @@ def judge_for(name: str):
 
 
 def caption_agreement(prompts, completions, image=None, question=None,
-                      judge: str = DEFAULT_MODEL, executor=None, **_):
+                      judge: str = DEFAULT_MODEL, executor=None, results=None, **_):
     """Agreement with the caption-derived answer; None where the caption gives no clue.
-    `executor` is the caller's (the reward context); under TRL the process-wide one."""
+    `executor` and the programs' `results` are the caller's (the reward context); under
+    TRL the programs run here, on the process-wide executor, which also runs the captions."""
+    from rewards.execution import executor_or_shared, program_results
     from rewards.vlagent.caption import CaptionVerifier, captions_for, same_answer
 
     if image is None or question is None:
         return [None] * len(completions)
-    if executor is None:
-        from envs.execution import shared_executor
-
-        executor = shared_executor()
-    programs = [program_from(p, c) for p, c in zip(prompts, completions)]
-    answers = [r.answer if r.status == "ok" else None for r in executor.run(programs, list(image))]
+    executor = executor_or_shared(executor)
+    answers = [r.answer if r.status == "ok" else None
+               for r in program_results(prompts, completions, image, executor, results)]
     verdicts = CaptionVerifier(judge_for(judge)).verify(list(question), captions_for(executor, list(image)),
                                                         answers)
     return [None if not v.clue else float(same_answer(a, v.caption_answer))

@@ -4,7 +4,8 @@ metric reads, in the loop's per-family/aggregate hits and in `vprl eval` alike."
 import pytest
 
 from rewards.metrics import vqa_soft_accuracy
-from train.evaluate import answer_score, family_hits, result_score
+from rewards.labels import answer_score, result_score
+from train.evaluate import family_hits
 
 
 class _Result:

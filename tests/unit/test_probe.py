@@ -31,8 +31,8 @@ class _SelfPlay:
         self.shots_for.append(iteration)
         return [f"q{row['id']}" for row in batch], []
 
-    def refine(self, *args):
-        return {}
+    def refine(self, name, tokenizer, rows, rollouts, *args):
+        return rollouts, {}
 
     def admit(self, name, batch, family, iteration, **kwargs):
         self.admitted.append(iteration)
@@ -88,7 +88,6 @@ def test_probe_returns_the_mean_reward_of_its_rollouts(monkeypatch):
 
     monkeypatch.setattr(train.rollout, "collect", collect)
     monkeypatch.setattr("accelerate.utils.gather_object", lambda items: items)
-    monkeypatch.setattr("train.evaluate.result_score", lambda *a: 0.0)
     loop = _loop(probe_questions=4)
     batch = questions(loop, "probe", 4)
     assert mean_reward(loop, batch, 2, "probe") == pytest.approx(0.5) == mean_reward(loop, batch, 5, "probe")

@@ -102,11 +102,16 @@ def test_rewards_run_on_the_executor_handed_in():
 
     before = shared._executor
     rows = [{"image": Image.new("RGB", (32, 32)), "answer": "yes"}, {"image": Image.new("RGB", (32, 32)), "answer": "no"}]
+    program = "def execute_command(image):\n    return 'yes'\n"
     with Executor(workers=1) as ex:
         spy = Counting(ex)
-        out = execute_and_score(rows, ["", ""], ["def execute_command(image):\n    return 'yes'\n"] * 2, spy,
+        out = execute_and_score(rows, ["", ""], [program] * 2, spy,
                                 RewardSet(["correctness", "executes"]), metric="gqa_accuracy")
-    assert spy.calls == 3  # the batch once, then once per reward (a cache read)
+        assert spy.calls == 1  # the batch once; the rewards read its results (issue 26)
+        # A reward called without results runs them on the executor it is handed.
+        assert rewards.get("correctness")(["", ""], [program] * 2, image=[r["image"] for r in rows],
+                                          answer=["yes", "no"], executor=spy) == [1.0, 0.0]
+        assert spy.calls == 2
     assert [o.parts for o in out] == [{"correctness": 1.0, "executes": 1.0}, {"correctness": 0.0, "executes": 1.0}]
     assert [o.reward for o in out] == [2.0, 1.0] and out[0].result.answer == "yes"
     assert shared._executor is before  # no process-wide executor was made or used

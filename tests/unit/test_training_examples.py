@@ -6,6 +6,7 @@ import pytest
 
 from train.config import Config
 from train.iterate import training_examples
+from train.rollout import Rollout
 
 
 def _loop(**weighting):
@@ -16,17 +17,21 @@ def _loop(**weighting):
                            selfplay=SimpleNamespace(updates=True))
 
 
+def _rollout(row, reward, prompt_family="viper_compact"):
+    return Rollout(row, "", "", "", prompt_ids=[5, 6], completion_ids=[7], finished=True, result=None, reward=reward,
+                   prompt_family=prompt_family)
+
+
 def _rollouts(rewards_by_question):
-    return [SimpleNamespace(reward=r, prompt_family="viper_compact", row=q, prompt_ids=[5, 6], completion_ids=[7],
-                            finished=True, refined=False)
-            for q, rewards in enumerate(rewards_by_question) for r in rewards]
+    return [_rollout(q, r) for q, rewards in enumerate(rewards_by_question) for r in rewards]
 
 
 @pytest.mark.parametrize("skip, expected", [(False, [1, 1, 0, 0, 1, 0]), (True, [0, 0, 0, 0, 1, 0])])
 def test_skip_settled_leaves_out_questions_every_program_solved_or_none(skip, expected):
     rollouts = _rollouts([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0]])
     examples = training_examples(_loop(skip_settled=skip), rollouts)
-    assert [e.weight for e in examples] == expected == [ro.weight for ro in rollouts]
+    assert [e.weight for e in examples] == expected  # a rollout's weight is its Example's
+    assert rollouts == _rollouts([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0]])  # values: weighing them changed none
     assert all(e.completion_ids == [7, 2] for e in examples)  # ended on its own: taught to end (EOS)
 
 
@@ -70,8 +75,7 @@ def test_a_run_that_picks_best_on_held_out_labels_is_not_label_free(monitor, fre
 def _fake_rollout(rewards_by_round):
     """train.iterate.rollout's stand-in: round r's questions get rewards_by_round[r]."""
     def rollout(loop, batch, iteration, admit=True, purpose="rollout", round_=0):
-        rows = [SimpleNamespace(reward=r, prompt_family="f", row=q) for q in range(len(batch))
-                for r in rewards_by_round[round_]]
+        rows = [_rollout(q, r, "f") for q in range(len(batch)) for r in rewards_by_round[round_]]
         return rows, {"pool/f/admitted_now": 1, "refine/rounds": round_}
     return rollout
 
