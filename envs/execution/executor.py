@@ -16,9 +16,11 @@ import itertools
 import threading
 from dataclasses import replace
 
+from envs.common.images import image_digest
+from envs.common.lru import ByteLRU
+
 from .dispatch import Batch, ExecutorError
-from .images import image_key, to_array
-from .lru import ByteLRU
+from .images import to_array
 from .policy import check_program
 from .results import MAX_ERROR_CHARS, ExecutionResult, clean_text, format_error
 from .workers import ZygoteHandle
@@ -157,7 +159,7 @@ class Executor:
             ikey = by_id.get(id(image))
             if ikey is None:
                 array = to_array(image)
-                ikey = image_key(array)
+                ikey = image_digest(array)
                 by_id[id(image)] = ikey
                 arrays.setdefault(ikey, array)
             # surrogatepass: a lone surrogate in a program is the program's problem (it

@@ -17,8 +17,9 @@ import pickle
 import resource
 import traceback
 
+from envs.common.lru import ByteLRU
+
 from . import protocol
-from .lru import ByteLRU
 from .workers import CHILD_IMAGE_CACHE_BYTES
 
 

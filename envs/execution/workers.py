@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 
-from .lru import ByteLRU
+from envs.common.lru import ByteLRU
+
 from .protocol import FrameBuffer, ProtocolViolation, encode
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -21,11 +21,11 @@ import socket
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 
+from envs.common.lru import LRU
 from envs.tools.backend import Backend
 from envs.tools.host_client import PREFIX, FrameReader, encode
-from envs.tools.host_requests import ImageStore, NeedImage, jsonable, parse_request
+from envs.tools.host_requests import NeedImage, jsonable, parse_request
 from policies import DEFAULT_MODEL
 
 DEFAULT_LLM = DEFAULT_MODEL
@@ -66,9 +66,8 @@ class ToolHost:
             self._tmpdir = tempfile.mkdtemp(prefix="vprl-host-")  # 0700: only our uid
             socket_path = os.path.join(self._tmpdir, "tools.sock")
         self.socket_path = socket_path
-        self._cache: OrderedDict = OrderedDict()
-        self._cache_size = cache_size
-        self._images = ImageStore(image_cache)
+        self._cache = LRU(max_items=cache_size)  # (method, image, box, args) -> result
+        self._images = LRU(max_items=image_cache)  # digest -> full image
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._conns: set = set()
@@ -197,8 +196,7 @@ class ToolHost:
             key = (method, view.digest if view else None, view.box if view else None, args)
             if key in self._cache:
                 self.stats["cache_hits"] += 1
-                self._cache.move_to_end(key)
-                self._reply(conn, lock, rid, {"result": self._cache[key]})
+                self._reply(conn, lock, rid, {"result": self._cache.get(key)})
                 continue
             entry = groups.setdefault(method, {}).setdefault(key, (view, args, []))
             entry[2].append((conn, lock, rid))
@@ -208,9 +206,7 @@ class ToolHost:
                                      [calls[k][1] for k in keys])
             for key, (ok, value) in zip(keys, outcomes):
                 if ok:
-                    self._cache[key] = value
-                    if len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+                    self._cache.put(key, value)
                 body = {"result": value} if ok else {"error": value}
                 for conn, lock, rid in calls[key][2]:
                     self._reply(conn, lock, rid, dict(body))

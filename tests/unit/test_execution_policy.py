@@ -335,7 +335,7 @@ def test_class_namespaces_from_factories_are_checked():
 
 
 def test_byte_lru_is_bounded_in_bytes_and_entries():
-    from envs.execution.lru import ByteLRU
+    from envs.common.lru import ByteLRU
 
     lru = ByteLRU(max_bytes=100, max_items=5)
     for i in range(10):

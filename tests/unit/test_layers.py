@@ -31,7 +31,7 @@ RULES = {
 }
 # Leaf modules import nothing from the project but other leaves, so every layer may use them.
 LEAVES = ("policies.programs", "rewards.metrics", "rewards.property_tests.template", "envs.visprog", "envs.cliargs",
-          "envs.atomic")
+          "envs.atomic", "envs.common")
 # Entry points may reach further than the layer they sit in, to list what a flag accepts.
 EXCEPTIONS = {("envs/execution/cli.py", "envs.tools")}
 PROJECT = ("envs", "rewards", "policies", "train")
