@@ -1,6 +1,6 @@
 """Executor: runs (program, image) pairs on a warm pool of sandboxed workers.
 
-The parent never runs untrusted code. It checks each program's text (policy.py),
+The parent never runs untrusted code. It checks each program's text (static_check.py),
 sends the compiled code and the image to an idle child forked from a warmed-up
 zygote, and waits with an absolute deadline; a child that overruns is SIGKILLed.
 By default each child runs one program and exits, so no state crosses programs.
@@ -21,7 +21,7 @@ from envs.common.lru import ByteLRU
 
 from .dispatch import Batch, ExecutorError
 from .images import to_array
-from .policy import check_program
+from .static_check import check_program
 from .results import MAX_ERROR_CHARS, ExecutionResult, clean_text, format_error
 from .workers import ZygoteHandle
 

@@ -41,9 +41,9 @@ class Warm:
     """What the zygote prepares once and every child inherits."""
 
     def __init__(self, config: dict):
-        from . import guards, library_state, policy, runtime
+        from . import guards, library_state, rules, runtime, static_check
 
-        for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
+        for name in sorted(rules.ALLOWED_MODULES):  # nothing to import after lockdown
             importlib.import_module(name)
         runtime.make_module_views()
         guards.patch_metaclasses()  # before the freeze makes the metaclasses immutable
@@ -52,7 +52,7 @@ class Warm:
         self.factory = resolve_factory(config["namespace_factory"])
         self.timer = runtime.SoftTimer()
         # Run the restricted machinery once so lazy imports inside it happen now.
-        report = policy.check_program("def execute_command(image):\n    return 1\n")
+        report = static_check.check_program("def execute_command(image):\n    return 1\n")
         runtime.run_program(report, self.fresh_namespace(), None, "execute_command",
                             self.timer, 1.0, None)
         # Before lockdown: reading every public attribute may import lazily.

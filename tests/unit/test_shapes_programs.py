@@ -30,7 +30,7 @@ def test_reference_programs_answer_clean_scenes(family):
 
 
 def test_reference_programs_pass_the_sandbox_policy():
-    policy = pytest.importorskip("envs.execution.policy")
+    policy = pytest.importorskip("envs.execution.static_check")
     rng = random.Random(0)
     for family in FAMILIES:
         scene = sample_scene(rng, n_min=4)
