@@ -30,6 +30,23 @@ _ENV_PREFIXES = ("PATH", "HOME", "LANG", "LC_", "TZ", "PYTHON", "VIRTUAL_ENV", "
 _ENV_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 
+# A sandbox process enters envs.execution through a bare `envs` package whose
+# __init__ never runs: that __init__ registers the Gymnasium environments (loading
+# gymnasium), and a process that runs hostile code loads nothing above the sandbox.
+_BOOT = ("import importlib.util, runpy, sys\n"
+         "root, module = sys.argv.pop(1), sys.argv.pop(1)\n"
+         "spec = importlib.util.spec_from_file_location(\n"
+         "    'envs', root + '/__init__.py', submodule_search_locations=[root])\n"
+         "sys.modules['envs'] = importlib.util.module_from_spec(spec)\n"
+         "runpy.run_module(module, run_name='__main__', alter_sys=True)\n")
+
+
+def sandbox_command(module: str, *args: str) -> list[str]:
+    """The command line that runs ``module`` (one of envs.execution's) as a sandbox
+    process: without user site-packages and without the rest of ``envs``."""
+    return [sys.executable, "-s", "-c", _BOOT, os.path.join(_PACKAGE_ROOT, "envs"), module, *args]
+
+
 def worker_env() -> dict:
     env = {name: value for name, value in os.environ.items()
            if name.startswith(_ENV_PREFIXES)
@@ -55,7 +72,7 @@ class ZygoteHandle:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "envs.execution.zygote", str(theirs.fileno())],
+                sandbox_command("envs.execution.zygote", str(theirs.fileno())),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
                 cwd=_PACKAGE_ROOT, env=worker_env(), start_new_session=True)

@@ -71,9 +71,9 @@ class ParseReward(Reward):
 @functools.lru_cache(maxsize=None)
 def judge_for(name: str):
     """A text LLM judge by model name, loaded once per process (a model, not state)."""
-    from envs.tools.text_llm import TextLLM
+    from policies.text_lm import TextLM
 
-    return TextLLM(name, short_tokens=8)
+    return TextLM(name, short_tokens=8)
 
 
 def caption_agreement(prompts, completions, image=None, question=None,

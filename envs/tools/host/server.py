@@ -4,7 +4,7 @@ Sandbox workers get only a socket (``Executor(backend=host.spec)``; see host_cli
 The host reads requests from every worker, waits ``batch_window_s`` for more to arrive
 (ViperGPT batches its GPU models the same way), groups them by method, and answers each
 group with one batched backend call when the backend offers ``batch_<method>(views,
-args_list)``.  Requests are validated in host_requests.py: workers may run hostile code.
+args_list)``.  Requests are validated in requests.py: workers may run hostile code.
 
     with ToolHost("hf", {"detector": "google/owlv2-base-patch16"}) as host, \\
             Executor(backend=host.spec) as ex:
@@ -24,9 +24,11 @@ import time
 
 from envs.common.lru import LRU
 from envs.tools.backend import Backend
+from envs.tools.host.requests import NeedImage, jsonable, parse_request
 from envs.tools.host_client import PREFIX, FrameReader, encode
-from envs.tools.host_requests import NeedImage, jsonable, parse_request
+from envs.tools.registry import get_backend
 from policies import DEFAULT_MODEL
+from policies.text_lm import TextLM
 
 DEFAULT_LLM = DEFAULT_MODEL
 
@@ -52,12 +54,10 @@ class ToolHost:
         self.backend: Backend | None = None
         if not local:
             if isinstance(backend, str):
-                from envs.tools.registry import get_backend
                 backend = get_backend(backend, **(backend_kwargs or {}))
             self.backend = backend
         if isinstance(llm, str):
-            from envs.tools.text_llm import TextLLM
-            llm = TextLLM(llm)
+            llm = TextLM(llm, answer_tokens=64)
         self.llm = llm
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
@@ -286,7 +286,3 @@ def main(argv=None) -> int:
         pass
     host.close()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
