@@ -116,7 +116,7 @@ class SelfPlayConfig:
     eviction: Literal["oldest", "lowest_reward", "least_diverse"] = "oldest"
     threshold: float = 1.0  # admission: the task metric (correctness part) at least this
     admission: Literal["correctness", "unit_tests", "counterfactual"] = "correctness"  # also required to become a shot: nothing more (seed 002) | passing the question's unit tests | right answers on its counterfactual scenes
-    admission_options: dict = field(default_factory=dict)  # unit_tests: the viunit reward's options (generator, k, theta, ...); counterfactual: m (scenes, 4), min_accuracy (1.0)
+    admission_options: dict = field(default_factory=dict)  # unit_tests: the viunit reward's options (test_source, k, theta, ...); counterfactual: m (scenes, 4), min_accuracy (1.0)
     max_refinements: NonNegative[int] = 0  # self-refinement rounds on compile/runtime errors
     aggregate: list[Literal["majority", "judge", "oracle"]] = field(default_factory=lambda: ["majority", "judge", "oracle"])
 

@@ -183,9 +183,9 @@ def _comments(src: str) -> dict:
     return out
 
 
-def parse_test(text: str, question: str, generator: str) -> PropertySuite:
+def parse_test(text: str, question: str, test_source: str) -> PropertySuite:
     """The suite a generated test text gives (never raises on model output)."""
-    suite = PropertySuite(question=question, generator=generator, text=text)
+    suite = PropertySuite(question=question, test_source=test_source, text=text)
     src = _function_text(text)
     if not src:
         suite.invalid = f"no `def {ENTRY}(image)` function"

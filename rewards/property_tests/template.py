@@ -1,4 +1,4 @@
-"""The `template` generator: the basic properties from the question's form alone.
+"""The `template` test source: the basic properties from the question's form alone.
 
 For policies and test writers too weak to write tests (the embedded 135M model writes
 few usable ones), rules read the question's wording and write the same
