@@ -26,7 +26,7 @@ from envs.tools.backend import Backend, View
 _MEMO = LRU(max_items=20000)
 
 
-def to_array(image) -> np.ndarray:
+def frozen_array(image) -> np.ndarray:
     """A read-only HxWx3 uint8 copy of a numpy array or PIL image.
 
     The copy lives in an immutable ``bytes`` buffer: numpy refuses to make such an array
@@ -90,7 +90,7 @@ def make_api(backend: Backend, llm=None) -> dict:
                 parent = views[image]
                 root, digest, (bx0, by0, bx1, by1) = parent.root, parent.digest, parent.box
             else:
-                root = to_array(image)
+                root = frozen_array(image)
                 digest = image_digest(root)
                 bx0, by0, bx1, by1 = 0, 0, root.shape[1], root.shape[0]
             w, h = bx1 - bx0, by1 - by0

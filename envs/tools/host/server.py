@@ -57,7 +57,7 @@ class ToolHost:
                 backend = get_backend(backend, **(backend_kwargs or {}))
             self.backend = backend
         if isinstance(llm, str):
-            llm = TextLM(llm, answer_tokens=64)
+            llm = TextLM(llm)
         self.llm = llm
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
