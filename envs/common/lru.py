@@ -54,10 +54,3 @@ class LRU:
             self.items.move_to_end(key)
             return item[1]
         return self.put(key, compute())
-
-
-class ByteLRU(LRU):
-    """An LRU bounded first in bytes (the sandbox's image and verdict caches)."""
-
-    def __init__(self, max_bytes: int, max_items: int | None = None):
-        super().__init__(max_items=max_items, max_bytes=max_bytes)

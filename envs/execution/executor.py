@@ -17,7 +17,7 @@ import threading
 from dataclasses import replace
 
 from envs.common.images import image_digest
-from envs.common.lru import ByteLRU
+from envs.common.lru import LRU
 
 from .dispatch import Batch, ExecutorError
 from .images import to_array
@@ -75,8 +75,8 @@ class Executor:
         }
         self.cache_enabled = cache
         self.cache_size = cache_size
-        self._cache = ByteLRU(_MAX_CACHE_BYTES, cache_size)
-        self._checks = ByteLRU(_MAX_CHECK_BYTES, _MAX_CHECKS)  # program hash -> verdict
+        self._cache = LRU(max_items=cache_size, max_bytes=_MAX_CACHE_BYTES)
+        self._checks = LRU(max_items=_MAX_CHECKS, max_bytes=_MAX_CHECK_BYTES)  # program hash -> verdict
         self._debug = debug
         self._pid = os.getpid()
         self._lock = threading.Lock()

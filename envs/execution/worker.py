@@ -17,7 +17,7 @@ import pickle
 import resource
 import traceback
 
-from envs.common.lru import ByteLRU
+from envs.common.lru import LRU
 
 from . import protocol
 from .workers import CHILD_IMAGE_CACHE_BYTES
@@ -118,7 +118,7 @@ def serve(warm: Warm, req_fd: int, rep_fd: int, first: bytes | None = None) -> N
     hygiene = warm.hygiene
     rss_limit_kb = _peak_rss_kb() + (config["memory_mb"] or 4096) * 1024 // 2
     served, outcome = 0, {}
-    images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
+    images = LRU(max_bytes=CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
     hygiene.start()
     while True:
         frame, first = first or protocol.read_frame(req_fd), None

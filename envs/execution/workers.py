@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from envs.common.lru import ByteLRU
+from envs.common.lru import LRU
 
 from .protocol import FrameBuffer, ProtocolViolation, encode
 
@@ -176,7 +176,7 @@ class ChildHandle:
         self.deadline: float | None = None
         self.sent_at: float | None = None
         self.how: str | None = None  # how it ended, from the zygote
-        self.images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
+        self.images = LRU(max_bytes=CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
         self.nonce = secrets.token_hex(8)  # request ids: this nonce and a counter
 
     def send(self, payload: bytes, deadline: float) -> bool:

@@ -334,10 +334,10 @@ def test_class_namespaces_from_factories_are_checked():
     assert namespace_refusal([Key("x")])
 
 
-def test_byte_lru_is_bounded_in_bytes_and_entries():
-    from envs.common.lru import ByteLRU
+def test_the_lru_is_bounded_in_bytes_and_entries():
+    from envs.common.lru import LRU
 
-    lru = ByteLRU(max_bytes=100, max_items=5)
+    lru = LRU(max_bytes=100, max_items=5)
     for i in range(10):
         lru.put(i, str(i), 30)
     assert lru.bytes <= 100 and len(lru) == 3 and lru.get(9) == "9" and lru.get(0) is None
