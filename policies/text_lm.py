@@ -45,16 +45,26 @@ class TextLM:
                              batch_size=batch_size)
         self.stop, self.seed, self.dtype, self.device = stop, seed, dtype, device
         self.short_tokens, self.answer_tokens = short_tokens, answer_tokens
-        self.model = self.tokenizer = None
+        self.model = None  # a caller may hand in a loaded model and tokenizer (the policy as judge)
+        self._tokenizer = None
         self._sampler = None
         self._lock = threading.Lock()  # the tool host answers from several threads
+
+    @property
+    def tokenizer(self):
+        """Loads the model on first use: prompt builders read its chat template."""
+        return self._tokenizer if self._tokenizer is not None else self.load()._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer) -> None:
+        self._tokenizer = tokenizer
 
     def load(self) -> "TextLM":
         with self._lock:
             if self.model is None:
                 import torch
 
-                model, self.tokenizer = frozen_model(self.name, self.dtype)
+                model, self._tokenizer = frozen_model(self.name, self.dtype)
                 device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
                 self.model = model.to(device)
         return self
