@@ -26,15 +26,7 @@ import numpy as np  # noqa: E402
 
 from envs.data import variants as V  # noqa: E402
 from envs.tools import build_namespace  # noqa: E402
-
-
-def iou(a, b) -> float:
-    ix = min(a[2], b[2]) - max(a[0], b[0])
-    iy = min(a[3], b[3]) - max(a[1], b[1])
-    if ix <= 0 or iy <= 0:
-        return 0.0
-    inter = ix * iy
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+from envs.tools.ensemble import box_iou as iou  # noqa: E402
 
 
 def perceive(image: np.ndarray) -> list[tuple]:

@@ -1,12 +1,13 @@
 """How long a sandbox worker takes to start, and what it imports on the way.
 
-A worker is `python -s -m envs.execution.worker`; Python imports the `envs` package
-first, so whatever `envs/__init__.py` pulls in every worker pays for (issue 12: the
-Gymnasium registration dragged in gymnasium, the environments, `rewards` and
-`policies`). Two figures per source tree, measured side by side (trees alternate
+A worker starts as `envs.execution.workers.sandbox_command(...)`, which enters
+`envs.execution` without running `envs/__init__.py`; started as `python -s -m
+envs.execution.worker` instead, it would pay for whatever that `__init__` pulls in
+(issue 12: the Gymnasium registration dragged in gymnasium, the environments, `rewards`
+and `policies`). Two figures per source tree, measured side by side (trees alternate
 within each repetition, so background load hits both alike):
 
-- import: `python -s -m envs.execution.worker` with no config on stdin, so it exits
+- import: the worker module started with no config on stdin, so it exits
   as soon as its imports are done and it reads an empty frame (the process a pool
   starts, up to the worker's own code), with the heavy packages it loaded;
 - first result: `Executor(workers=1)` started and one program run to its answer
@@ -16,9 +17,10 @@ within each repetition, so background load hits both alike):
     python bench/bench_worker_startup.py --eager               # vs. this checkout with eager imports
     python bench/bench_worker_startup.py --trees OLD_TREE .    # vs. another source tree
 
-`--eager` compares against a copy of this checkout whose `envs/__init__.py` registers
-unconditionally and whose `envs/environments/__init__.py` imports its classes at once
-(the import edges as they were before issue 12), so only those edges differ.
+`--eager` compares against a copy of this checkout started with `-m` (so `envs/__init__.py`
+registers the environments) and whose `envs/environments/__init__.py` imports its classes
+at once (the import edges as they were before issue 12). A tree without
+`sandbox_command` (older checkouts) is started with `-m`, as it was then.
 """
 from __future__ import annotations
 
@@ -58,15 +60,22 @@ def run(tree: Path, code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def worker_command(tree: Path, *options: str) -> list[str]:
+    if tree.name == "eager" or "def sandbox_command" not in (tree / "envs/execution/workers.py").read_text():
+        return [sys.executable, "-s", *options, "-m", "envs.execution.worker"]
+    from envs.execution.workers import _BOOT
+
+    return [sys.executable, "-s", *options, "-c", _BOOT, str(tree / "envs"), "envs.execution.worker"]
+
+
 def worker_import(tree: Path) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-s", "-m", "envs.execution.worker"], cwd=tree, env=_env(tree),
-                   stdin=subprocess.DEVNULL, capture_output=True)
+    subprocess.run(worker_command(tree), cwd=tree, env=_env(tree), stdin=subprocess.DEVNULL, capture_output=True)
     return time.perf_counter() - t
 
 
 def heavy_imports(tree: Path) -> list[str]:
-    out = subprocess.run([sys.executable, "-s", "-X", "importtime", "-m", "envs.execution.worker"], cwd=tree,
+    out = subprocess.run(worker_command(tree, "-X", "importtime"), cwd=tree,
                          env=_env(tree), stdin=subprocess.DEVNULL, capture_output=True, text=True)
     names = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     return sorted(h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names))
@@ -80,14 +89,9 @@ from envs.environments.scoring import Outcome, score_rows
 
 
 def eager_copy(tree: Path, dest: Path) -> Path:
-    """`tree` with the pre-issue-12 import edges: registration always, environments eagerly."""
+    """`tree` with the pre-issue-12 import edges (started with -m: registration always;
+    environments eagerly)."""
     shutil.copytree(tree, dest, ignore=shutil.ignore_patterns(".git", ".venv", "runs", "__pycache__", "*.egg-info"))
-    init = dest / "envs" / "__init__.py"
-    text = init.read_text()
-    lazy = "if not _started_as_sandbox_module():\n"
-    if lazy not in text:
-        raise SystemExit("envs/__init__.py has no sandbox guard to undo; compare with --trees instead")
-    init.write_text(text.replace(lazy, "if True:  # eager, as before issue 12\n"))
     (dest / "envs" / "environments" / "__init__.py").write_text(EAGER_ENVIRONMENTS)
     return dest
 

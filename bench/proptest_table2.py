@@ -165,7 +165,7 @@ def main() -> None:
     suites, test_ex = {}, {}
     for g in args.generators:
         t0 = time.time()
-        cfg = PropertyConfig(generator=g)
+        cfg = PropertyConfig(test_source=g)
         builder = PropertySuiteBuilder(cfg, cache_dir=cache / "tests" / g)
         suites[g] = builder.build(questions, progress=True)
         test_ex[g] = tests_executor(executor, cfg.uses_llm, cfg.llm_model)

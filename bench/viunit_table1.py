@@ -176,7 +176,7 @@ def main() -> None:
         with_llm = not args.no_llm and (args.llm_seeds is None or seed in args.llm_seeds)
         for gen in ("scene",) + (("llm",) if with_llm else ()):
             t1 = time.time()
-            builder = SuiteBuilder(SuiteConfig(generator=gen, k=args.tests, seed=seed))
+            builder = SuiteBuilder(SuiteConfig(test_source=gen, k=args.tests, seed=seed))
             cands = builder.candidates(rows, progress=True)
             t2 = time.time()
             suites = builder.assemble_many([r["question"] for r in rows], cands)

@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     from envs.data.shapes import build_dataset
     from envs.execution import Executor
     from envs.prompts import get_family
-    from envs.tools.text_llm import TextLLM
+    from policies.text_lm import TextLM
     from policies.generation import GenerationConfig, HFGenerator
     from policies.model import load_model
     from policies.programs import program_from
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     from train.evaluate import evaluate_choices as metrics
 
     net, tok = load_model("embedded:smollm2-135m-instruct")
-    judge = TextLLM("embedded:smollm2-135m-instruct", short_tokens=8)
+    judge = TextLM("embedded:smollm2-135m-instruct", short_tokens=8)
     judge.model, judge.tokenizer = net, tok
     tok.padding_side = "left"
     table: dict = {}

@@ -206,7 +206,7 @@ def _compiles(source: str) -> bool:
     return True
 
 
-MAX_TREE_DEPTH = 400  # what the sandbox's policy allows (envs.execution.policy)
+MAX_TREE_DEPTH = 400  # what the sandbox's policy allows (envs.execution.rules)
 
 
 def parse_program(source: str):

@@ -17,6 +17,8 @@ returns one bool per candidate.
 
 from __future__ import annotations
 
+from rewards.unit_tests.suite import source_of
+
 ADMISSIONS = ("correctness", "unit_tests", "counterfactual")
 COUNTERFACTUAL_OPTIONS = ("m", "min_accuracy")
 
@@ -24,7 +26,7 @@ COUNTERFACTUAL_OPTIONS = ("m", "min_accuracy")
 def label_columns(admission: str, options: dict) -> tuple[str, ...]:
     """The label columns an admission mode reads (the task metric's, and the oracle's)."""
     cols = ("answer", "answers")
-    if admission == "counterfactual" or (admission == "unit_tests" and options.get("generator", "llm") == "scene"):
+    if admission == "counterfactual" or (admission == "unit_tests" and source_of(options) == "scene"):
         cols += ("spec",)
     return cols
 
@@ -50,7 +52,7 @@ def unit_tests_pass(programs: list[str], rows: list[dict], options: dict, run_di
                     executor=None) -> list[bool]:
     """True where the program passes its question's unit tests (viunit reward of 1).
 
-    options: the viunit reward's kwargs (generator, k, theta, ...); suites are cached per
+    options: the viunit reward's kwargs (test_source, k, theta, ...); suites are cached per
     question in `run_dir/unit_tests/` and shared with a viunit reward of the same settings.
     reward: a `viunit` instance to reuse (its suite builders stay loaded between calls).
     """

@@ -20,7 +20,7 @@ commands:
   data import SRC --out DIR [--columns question=COL,answer=COL] [--image-root DIR]
                                           convert your VQA files into our DatasetDict
   data check SRC [--columns ...]          load a dataset as training would, print the report
-  unit-tests --question Q --out DIR [--k 5 --candidates 20 --generator llm|scene]
+  unit-tests --question Q --out DIR [--k 5 --candidates 20 --test-source llm|scene]
                                           build a question's visual unit tests (ViUniT)
   eval --data DIR [--split validation] [--adapter PATH] --strategy NAME --programs N --unit-tests K
 {strategies}

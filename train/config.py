@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -116,19 +117,33 @@ class SelfPlayConfig:
     eviction: Literal["oldest", "lowest_reward", "least_diverse"] = "oldest"
     threshold: float = 1.0  # admission: the task metric (correctness part) at least this
     admission: Literal["correctness", "unit_tests", "counterfactual"] = "correctness"  # also required to become a shot: nothing more (seed 002) | passing the question's unit tests | right answers on its counterfactual scenes
-    admission_options: dict = field(default_factory=dict)  # unit_tests: the viunit reward's options (generator, k, theta, ...); counterfactual: m (scenes, 4), min_accuracy (1.0)
+    admission_options: dict = field(default_factory=dict)  # unit_tests: the viunit reward's options (test_source, k, theta, ...); counterfactual: m (scenes, 4), min_accuracy (1.0)
     max_refinements: NonNegative[int] = 0  # self-refinement rounds on compile/runtime errors
     aggregate: list[Literal["majority", "judge", "oracle"]] = field(default_factory=lambda: ["majority", "judge", "oracle"])
 
 
 @dataclass
 class TrackingConfig:
-    wandb: bool = True
     project: str = "vprl"
     entity: str | None = None
     mode: Literal["auto", "online", "offline", "disabled"] = "auto"  # auto: online when logged in, else offline
     table_rows: NonNegative[int] = 64  # rollouts per iteration kept in the rollout table
     report: bool = True  # write runs/<name>/report.html when the run ends (`vprl report`)
+
+    @staticmethod
+    def old_keys(values: dict, where: str) -> dict:
+        """`wandb: false` was a second switch for what `mode: disabled` says."""
+        if "wandb" not in values:
+            return values
+        values = dict(values)
+        on = values.pop("wandb")
+        if not isinstance(on, bool):
+            raise ConfigError(f"{where}.wandb must be true or false (better: drop it and set {where}.mode)")
+        warnings.warn(f"{where}.wandb is deprecated; use {where}.mode (wandb: false is mode: disabled)",
+                      FutureWarning, stacklevel=2)
+        if not on:
+            values["mode"] = "disabled"
+        return values
 
 
 @dataclass
@@ -266,6 +281,8 @@ def field_types(cls) -> dict:
 
 
 def _build(cls, values: dict, where: str = ""):
+    if hasattr(cls, "old_keys"):  # keys a release renamed keep working, with one warning line
+        values = cls.old_keys(values, where)
     hints = field_types(cls)
     known = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}

@@ -52,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="vlagent: M, the fewest detectors Algorithm 1 keeps (2)")
     p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
     p.add_argument("--candidates", type=int, default=20, help="candidate tests before coverage sampling, M (20)")
-    p.add_argument("--generator", default="llm", choices=("llm", "scene"), help="unit-test generator (llm)")
+    p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
+                   help="where unit tests come from (llm)")
+    p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
+                   help=argparse.SUPPRESS)  # the old name of --test-source
     p.add_argument("--sampling", default="answer_then_input",
                    choices=("random", "answer", "input", "answer_then_input"), help="coverage strategy")
     p.add_argument("--tests", default="template", choices=("template", "basic", "advanced", "itm"),
@@ -147,6 +150,9 @@ class ProgramSampler:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.old_test_source:
+            print("vprl eval: --generator is deprecated; use --test-source", file=sys.stderr)
+        args.test_source = args.test_source or args.old_test_source or "llm"
         if args.programs < 1 or args.unit_tests < 1:
             raise UsageError("--programs and --unit-tests must be >= 1")
         from rewards.metrics import METRICS
@@ -178,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                          args.image_root, args.metric)
         if not rows:
             raise UsageError(f"--data {args.data} split {args.split!r} is empty")
-        if args.generator == "scene" and not rows[0].get("spec"):
-            raise UsageError("--generator scene needs shapes data (a 'spec' column); use --generator llm")
+        if args.test_source == "scene" and not rows[0].get("spec"):
+            raise UsageError("--test-source scene needs shapes data (a 'spec' column); use --test-source llm")
     except UsageError as e:
         print(f"vprl eval: error: {e}", file=sys.stderr)
         return 2
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     programs = [[] for _ in rows] if writes else sampler.programs([r["question"] for r in rows], args.programs)
     suites = None
     if "suites" in get_strategy(args.strategy).needs:
-        builder = SuiteBuilder(SuiteConfig(generator=args.generator, k=args.unit_tests, candidates=args.candidates,
+        builder = SuiteBuilder(SuiteConfig(test_source=args.test_source, k=args.unit_tests, candidates=args.candidates,
                                            strategy=args.sampling, seed=args.seed), cache_dir=args.cache)
         suites = builder.build([{"question": r["question"], "spec": r.get("spec")} for r in rows], progress=True)
     choices = choose(args.strategy, rows, programs, executor, suites,

@@ -113,7 +113,7 @@ class Tracker:
         self.enabled = enabled
         self.cfg = cfg
         self.run = None
-        if not (enabled and cfg.wandb):
+        if not enabled:
             return
         mode = wandb_mode(cfg.mode)
         if mode == "disabled":

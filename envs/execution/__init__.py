@@ -3,7 +3,7 @@
     with Executor(timeout_s=5, memory_mb=1024, workers=2) as ex:
         results = ex.run(programs, images)   # one ExecutionResult per pair
 
-Layers, outermost first: a static policy on the program text (policy.py); a
+Layers, outermost first: a static check of the program text (static_check.py); a
 restricted runtime inside each worker (runtime.py); kernel confinement of each
 worker (lockdown.py: network namespace, rlimits, no capabilities, Landlock,
 seccomp); and the parent's wall-clock SIGKILL (executor.py).

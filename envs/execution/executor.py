@@ -1,6 +1,6 @@
 """Executor: runs (program, image) pairs on a warm pool of sandboxed workers.
 
-The parent never runs untrusted code. It checks each program's text (policy.py),
+The parent never runs untrusted code. It checks each program's text (static_check.py),
 sends the compiled code and the image to an idle child forked from a warmed-up
 zygote, and waits with an absolute deadline; a child that overruns is SIGKILLed.
 By default each child runs one program and exits, so no state crosses programs.
@@ -16,10 +16,12 @@ import itertools
 import threading
 from dataclasses import replace
 
+from envs.common.images import image_digest
+from envs.common.lru import LRU
+
 from .dispatch import Batch, ExecutorError
-from .images import image_key, to_array
-from .lru import ByteLRU
-from .policy import check_program
+from .images import to_array
+from .static_check import check_program
 from .results import MAX_ERROR_CHARS, ExecutionResult, clean_text, format_error
 from .workers import ZygoteHandle
 
@@ -73,8 +75,8 @@ class Executor:
         }
         self.cache_enabled = cache
         self.cache_size = cache_size
-        self._cache = ByteLRU(_MAX_CACHE_BYTES, cache_size)
-        self._checks = ByteLRU(_MAX_CHECK_BYTES, _MAX_CHECKS)  # program hash -> verdict
+        self._cache = LRU(max_items=cache_size, max_bytes=_MAX_CACHE_BYTES)
+        self._checks = LRU(max_items=_MAX_CHECKS, max_bytes=_MAX_CHECK_BYTES)  # program hash -> verdict
         self._debug = debug
         self._pid = os.getpid()
         self._lock = threading.Lock()
@@ -157,7 +159,7 @@ class Executor:
             ikey = by_id.get(id(image))
             if ikey is None:
                 array = to_array(image)
-                ikey = image_key(array)
+                ikey = image_digest(array)
                 by_id[id(image)] = ikey
                 arrays.setdefault(ikey, array)
             # surrogatepass: a lone surrogate in a program is the program's problem (it

@@ -17,7 +17,7 @@ import functools
 import sys
 import types
 
-from .policy import attribute_refusal
+from .rules import attribute_refusal, namespace_refusal
 from .results import exact_str, type_name
 
 PROGRAM_FILENAME = "<program>"
@@ -92,7 +92,7 @@ def guarded_delattr(obj, name) -> None:
 
 class AttributeTarget:
     """What ``obj.name = value`` / ``del obj.name`` / ``obj.name += v`` compile to in a
-    program (policy.py rewrites the target into ``__vprl_attr__(obj)['name']``), so
+    program (syntax.py rewrites the target into ``__vprl_attr__(obj)['name']``), so
     the ownership check holds in every binding form: plain and augmented assignment,
     tuple unpacking, ``for`` and ``with`` targets, comprehensions."""
 
@@ -174,7 +174,6 @@ def checked_namespace(namespace) -> dict:
     """An exact dict copy of a class namespace a program hands to a class factory, or
     TypeError: no special names beyond the safe methods (no array protocols, attribute
     hooks, copy hooks or finalisers on objects library code will handle)."""
-    from .policy import namespace_refusal
 
     if not isinstance(namespace, dict):
         raise TypeError("a class namespace must be a dict")
@@ -246,7 +245,6 @@ def patch_metaclasses() -> None:
 
         def checked_new(mcls, name, bases, namespace, /, _original=original, **kwargs):
             if _for_a_program():
-                from .policy import namespace_refusal
 
                 reason = namespace_refusal(list(namespace))
                 if reason:

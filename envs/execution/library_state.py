@@ -31,7 +31,7 @@ from itertools import chain
 
 import numpy as np
 
-from .policy import ALLOWED_MODULES, attribute_refusal
+from .rules import ALLOWED_MODULES, attribute_refusal
 
 MAX_DEPTH = 5  # attribute hops; measured (numpy 2.4, CPython 3.11): nothing new past 3
 _CONTAINERS = (list, dict, set, bytearray, collections.deque)

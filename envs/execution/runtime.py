@@ -15,7 +15,7 @@ import types
 
 import numpy as np
 
-from .policy import ALLOWED_MODULES, DENIED_NAMES, attribute_refusal, module_refusal
+from .rules import ALLOWED_MODULES, DENIED_NAMES, attribute_refusal, module_refusal
 from .limits import ProgramTimeout, SoftTimer
 from .results import (MAX_ANSWER_CHARS, cap_text, describe_exception, format_error,
                       to_answer, type_name)

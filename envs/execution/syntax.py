@@ -1,4 +1,4 @@
-"""The syntax tree side of the static policy: a rule for every node type, and the rewrite.
+"""The syntax tree side of the static check: a rule for every node type, and the rewrite.
 
 ``NODE_RULES`` names, for every node type of the grammar this interpreter parses, what
 the checker does with it. A node type missing from the table (a newer Python's syntax)
@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import re
 
-from .policy import (ALLOWED_MODULES, DENIED_NAMES, MAX_ANNOTATION_CHARS, SAFE_DUNDER_METHODS,
-                     attribute_refusal, module_refusal, nesting_refusal)
+from .rules import (ALLOWED_MODULES, DENIED_NAMES, MAX_ANNOTATION_CHARS, SAFE_DUNDER_METHODS,
+                    attribute_refusal, module_refusal, nesting_refusal)
 
 # Keywords that switch off numpy's memory-safety checks. The runtime refuses the calls
 # whatever the spelling (guards.withdraw_array_resize); this gives the literal form its

@@ -17,12 +17,18 @@ import pickle
 import resource
 import traceback
 
+from envs.common.lru import LRU
+
 from . import protocol
-from .lru import ByteLRU
 from .workers import CHILD_IMAGE_CACHE_BYTES
 
 
 def resolve_factory(spec: str):
+    """(factory, module) for "module:attr". The module may also define
+    ``reconnect_after_fork()``, which each child calls before its first program, and
+    ``connections_healthy()``: a child for which it returns False retires (a tool host's
+    client needs both: children must not share the zygote's socket, nor open new ones
+    once locked down)."""
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -33,25 +39,27 @@ def resolve_factory(spec: str):
     if factory is None:
         raise RuntimeError(f"{module_name}.{attr} is missing: the sandbox needs a tools "
                            f"namespace factory (default envs.tools.build_namespace)")
-    return factory
+    return factory, module
 
 
 class Warm:
     """What the zygote prepares once and every child inherits."""
 
     def __init__(self, config: dict):
-        from . import guards, library_state, policy, runtime
+        from . import guards, library_state, rules, runtime, static_check
 
-        for name in sorted(policy.ALLOWED_MODULES):  # nothing to import after lockdown
+        for name in sorted(rules.ALLOWED_MODULES):  # nothing to import after lockdown
             importlib.import_module(name)
         runtime.make_module_views()
         guards.patch_metaclasses()  # before the freeze makes the metaclasses immutable
         guards.withdraw_array_resize()
         self.config = config
-        self.factory = resolve_factory(config["namespace_factory"])
+        self.factory, module = resolve_factory(config["namespace_factory"])
+        self.reconnect = getattr(module, "reconnect_after_fork", None)
+        self.healthy = getattr(module, "connections_healthy", None)
         self.timer = runtime.SoftTimer()
         # Run the restricted machinery once so lazy imports inside it happen now.
-        report = policy.check_program("def execute_command(image):\n    return 1\n")
+        report = static_check.check_program("def execute_command(image):\n    return 1\n")
         runtime.run_program(report, self.fresh_namespace(), None, "execute_command",
                             self.timer, 1.0, None)
         # Before lockdown: reading every public attribute may import lazily.
@@ -90,7 +98,8 @@ def child_main(warm: Warm, req_fd: int, rep_fd: int, baseline_kb: int, zygote_pi
         first = protocol.read_frame(req_fd)
         if first is None:
             os._exit(0)
-        _reconnect_tool_host()
+        if warm.reconnect is not None:
+            warm.reconnect()
         lockdown.apply_child(warm.config["memory_mb"], baseline_kb, zygote_pid, layers)
     except BaseException as exc:  # noqa: B036 - report every set-up failure to the parent
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -109,7 +118,7 @@ def serve(warm: Warm, req_fd: int, rep_fd: int, first: bytes | None = None) -> N
     hygiene = warm.hygiene
     rss_limit_kb = _peak_rss_kb() + (config["memory_mb"] or 4096) * 1024 // 2
     served, outcome = 0, {}
-    images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
+    images = LRU(max_bytes=CHILD_IMAGE_CACHE_BYTES)  # the parent mirrors it: it never asks
     hygiene.start()
     while True:
         frame, first = first or protocol.read_frame(req_fd), None
@@ -138,7 +147,8 @@ def serve(warm: Warm, req_fd: int, rep_fd: int, first: bytes | None = None) -> N
         # its tool-host connection is broken, and when the program left state behind.
         last = (served >= config["max_tasks_per_worker"]
                 or outcome["status"] in ("memory_limit", "timeout")
-                or _peak_rss_kb() > rss_limit_kb or not _tool_host_healthy())
+                or _peak_rss_kb() > rss_limit_kb
+                or (warm.healthy is not None and not warm.healthy()))
         if not last:
             hygiene.reset()
             last = not hygiene.clean()
@@ -152,24 +162,6 @@ def _send(fd: int, reply: dict) -> None:
         protocol.send_json(fd, reply)
     except OSError:
         os._exit(1)  # the parent is gone or gave up on us
-
-
-def _tool_host_healthy() -> bool:
-    """A child whose tool-host connection broke retires: it cannot open a new socket."""
-    import sys
-
-    client = sys.modules.get("envs.tools.host_client")
-    return client is None or client.connections_healthy()
-
-
-def _reconnect_tool_host() -> None:
-    """Each child gets its own connection to a tool host (if the namespace uses one):
-    sharing the zygote's socket between children would interleave their frames."""
-    import sys
-
-    client = sys.modules.get("envs.tools.host_client")
-    if client is not None:
-        client.reconnect_after_fork()
 
 
 def _peak_rss_kb() -> int:

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 
-from .lru import ByteLRU
+from envs.common.lru import LRU
+
 from .protocol import FrameBuffer, ProtocolViolation, encode
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,6 +28,23 @@ _ENV_PREFIXES = ("PATH", "HOME", "LANG", "LC_", "TZ", "PYTHON", "VIRTUAL_ENV", "
                  "TRANSFORMERS_", "TORCH", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_",
                  "VPRL_", "TMPDIR", "XDG_CACHE_HOME", "LD_LIBRARY_PATH")
 _ENV_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+
+# A sandbox process enters envs.execution through a bare `envs` package whose
+# __init__ never runs: that __init__ registers the Gymnasium environments (loading
+# gymnasium), and a process that runs hostile code loads nothing above the sandbox.
+_BOOT = ("import importlib.util, runpy, sys\n"
+         "root, module = sys.argv.pop(1), sys.argv.pop(1)\n"
+         "spec = importlib.util.spec_from_file_location(\n"
+         "    'envs', root + '/__init__.py', submodule_search_locations=[root])\n"
+         "sys.modules['envs'] = importlib.util.module_from_spec(spec)\n"
+         "runpy.run_module(module, run_name='__main__', alter_sys=True)\n")
+
+
+def sandbox_command(module: str, *args: str) -> list[str]:
+    """The command line that runs ``module`` (one of envs.execution's) as a sandbox
+    process: without user site-packages and without the rest of ``envs``."""
+    return [sys.executable, "-s", "-c", _BOOT, os.path.join(_PACKAGE_ROOT, "envs"), module, *args]
 
 
 def worker_env() -> dict:
@@ -54,7 +72,7 @@ class ZygoteHandle:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "envs.execution.zygote", str(theirs.fileno())],
+                sandbox_command("envs.execution.zygote", str(theirs.fileno())),
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
                 cwd=_PACKAGE_ROOT, env=worker_env(), start_new_session=True)
@@ -158,7 +176,7 @@ class ChildHandle:
         self.deadline: float | None = None
         self.sent_at: float | None = None
         self.how: str | None = None  # how it ended, from the zygote
-        self.images = ByteLRU(CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
+        self.images = LRU(max_bytes=CHILD_IMAGE_CACHE_BYTES)  # mirror of the child's image cache
         self.nonce = secrets.token_hex(8)  # request ids: this nonce and a counter
 
     def send(self, payload: bytes, deadline: float) -> bool:

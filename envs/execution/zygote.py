@@ -1,4 +1,4 @@
-"""The zygote: ``python -m envs.execution.zygote CTL_FD``.
+"""The zygote: ``workers.sandbox_command("envs.execution.zygote", CTL_FD)``.
 
 One per Executor. It warms up once (imports, tools, one program run), locks itself
 down (lockdown.apply_zygote), and then only forks: for each ``spawn`` message from

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 
+from envs.common.questions import YES_NO_START
 from envs.tools.phrases import parse, value_of, words
 
 _QUESTION_WORDS = frozenset(
     "what which who how many much is are does do can was were has have color colour colors "
     "colours shape shapes size kind type there this it its object thing".split())
-_YESNO_START = frozenset("is are does do can was were has have isn aren doesn don wasn weren hasn "
-                         "haven".split())
 # Words that ask whether something is there; they constrain nothing.
 _PRESENCE = frozenset("contain contains containing include includes including show shows showing "
                       "depict depicts depicted see seen visible present exist exists existing "
@@ -80,7 +79,7 @@ def simple_query(comps, question: str, shape_hw=None) -> str:
     if "yes" in ws and "no" in ws:  # "Answer yes or no: is there ...?" offers the answers
         ws = [w for w in ws if w not in ("answer", "yes", "or", "no", "with")] or ["is", "it"]
     text = " ".join(ws)
-    yesno = ws[0] in _YESNO_START
+    yesno = ws[0] in YES_NO_START
     if text.startswith("how many"):
         rest = re.split(r"\b(are|is|in|there|do|does|can)\b", text[len("how many"):])[0]
         return str(len(matching(comps, rest)))
@@ -102,7 +101,7 @@ def _yes(comps, ws: list[str]) -> bool:
     there no ...") by an odd number of negations."""
     negated = sum(w in _NEGATIONS for w in ws) % 2 == 1
     q = parse(" ".join(w for w in ws if w not in _QUESTION_WORDS and w not in _PRESENCE
-                       and w not in _NEGATIONS and w not in _YESNO_START and w != "t"))
+                       and w not in _NEGATIONS and w not in YES_NO_START and w != "t"))
     if q.unknown and not q.empty:
         # Words we do not know beside ones we do ("Is the red shape glossy?"): answer
         # about what we can see rather than "no" for the words we cannot.

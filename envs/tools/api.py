@@ -11,58 +11,33 @@ Coordinates: pixels of the full image, origin at the bottom-left, ``left < right
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import weakref
-from collections import OrderedDict
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 from PIL import Image
 
+from envs.common.images import image_digest, rgb_array
+from envs.common.lru import LRU
 from envs.tools.backend import Backend, View
 
-_MEMO: "OrderedDict[tuple, object]" = OrderedDict()
-_MEMO_SIZE = 20000
+_MEMO = LRU(max_items=20000)
 
 
-def _memo(key: tuple, compute):
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key]
-    value = compute()
-    _MEMO[key] = value
-    if len(_MEMO) > _MEMO_SIZE:
-        _MEMO.popitem(last=False)
-    return value
-
-
-def to_array(image) -> np.ndarray:
+def frozen_array(image) -> np.ndarray:
     """A read-only HxWx3 uint8 copy of a numpy array or PIL image.
 
     The copy lives in an immutable ``bytes`` buffer: numpy refuses to make such an array
     writeable again, so no program can change the pixels a cached tool result was
-    computed from (results are memoised by the image's digest)."""
-    if isinstance(image, Image.Image):
-        arr = np.array(image.convert("RGB"))
-    elif isinstance(image, np.ndarray):
-        arr = image
-        if arr.ndim == 2:
-            arr = np.stack([arr] * 3, -1)
-        if arr.ndim != 3 or arr.shape[2] not in (3, 4):
-            raise ValueError(f"expected an HxWx3 image array, got shape {arr.shape}")
-        arr = np.array(arr[..., :3].clip(0, 255), dtype=np.uint8)
-    else:
+    computed from (results are memoised by the image's digest).  Paths and encoded bytes
+    are refused: a program must not make its tools read files."""
+    if not isinstance(image, (Image.Image, np.ndarray)):
         raise TypeError(f"expected an image (HxWx3 numpy array or PIL image), got "
                         f"{type(image).__name__}")
-    frozen = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.uint8)
-    return frozen.reshape(arr.shape)
-
-
-def _digest(arr: np.ndarray) -> str:
-    return hashlib.blake2b(arr.tobytes(), digest_size=16, person=str(arr.shape).encode()[:16]
-                           ).hexdigest()
+    arr = rgb_array(image, cast=True)
+    return np.frombuffer(arr.tobytes(), dtype=np.uint8).reshape(arr.shape)
 
 
 def _text(value, what: str) -> str:
@@ -95,7 +70,7 @@ def make_api(backend: Backend, llm=None) -> dict:
 
     def call(view: View, method: str, *args):
         key = (backend.cache_key, view.digest, view.box, method, args)
-        return _memo(key, lambda: getattr(backend, method)(view, *args))
+        return _MEMO.remember(key, lambda: getattr(backend, method)(view, *args))
 
     def make_view(root, digest, box) -> View:
         left, lower, right, upper = box
@@ -115,8 +90,8 @@ def make_api(backend: Backend, llm=None) -> dict:
                 parent = views[image]
                 root, digest, (bx0, by0, bx1, by1) = parent.root, parent.digest, parent.box
             else:
-                root = to_array(image)
-                digest = _digest(root)
+                root = frozen_array(image)
+                digest = image_digest(root)
                 bx0, by0, bx1, by1 = 0, 0, root.shape[1], root.shape[0]
             w, h = bx1 - bx0, by1 - by0
             rel = [0 if left is None else left, 0 if lower is None else lower,

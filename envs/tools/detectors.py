@@ -15,16 +15,16 @@ ensemble verifier is for.  They are configurations of ``envs.tools.shapes_cv``, 
 from __future__ import annotations
 
 import io
-from collections import OrderedDict
 
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from envs.common.lru import LRU
 from envs.tools import shapes_cv
 from envs.tools.backend import View
 
-_CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
+_CACHE = LRU(max_items=2048)
 
 
 def _resize(image: np.ndarray, factor: int) -> np.ndarray:
@@ -58,23 +58,18 @@ class ShapesCVVariant(shapes_cv.ShapesCV):
         self.name = f"shapes-cv/{variant}"
 
     def components(self, view: View) -> tuple:
-        key = (self.variant, view.digest, view.box)
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
+        return _CACHE.remember((self.variant, view.digest, view.box), lambda: self._components(view))
+
+    def _components(self, view: View) -> tuple:
         h, w = view.image.shape[:2]
         seen = VARIANTS[self.variant](np.ascontiguousarray(view.image)) if h and w else view.image
         sh, sw = seen.shape[:2]
         ref = min(view.root.shape[:2]) * min(sh / max(h, 1), sw / max(w, 1))
         comps = shapes_cv.segment(seen, shapes_cv.background(view), max(1, int(round(ref))))
         fx, fy = w / max(sw, 1), h / max(sh, 1)
-        mapped = tuple(c._replace(left=int(round(c.left * fx)), right=min(w, int(round(c.right * fx))),
-                                  lower=int(round(c.lower * fy)), upper=min(h, int(round(c.upper * fy))))
-                       for c in comps)
-        _CACHE[key] = mapped
-        if len(_CACHE) > 2048:
-            _CACHE.popitem(last=False)
-        return mapped
+        return tuple(c._replace(left=int(round(c.left * fx)), right=min(w, int(round(c.right * fx))),
+                                lower=int(round(c.lower * fy)), upper=min(h, int(round(c.upper * fy))))
+                     for c in comps)
 
 
 def half():

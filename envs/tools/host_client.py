@@ -24,6 +24,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from envs.tools.backend import Backend, View
+from envs.tools.registry import get_backend
 
 PREFIX = "host:"
 HEADER = struct.Struct("!II")
@@ -217,7 +218,6 @@ class HostClient(Backend):
         self._conn = conn
         self._local = None
         if local:
-            from envs.tools.registry import get_backend
             self._local = get_backend(local, **local_kwargs)
 
     @property

@@ -16,11 +16,12 @@ scene graph.
 """
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
 
 import numpy as np
 from scipy import ndimage
 
+from envs.common.lru import LRU
 from envs.data.vocab import HALF_EXTENT, REFERENCE_CANVAS
 from envs.tools import answers
 from envs.tools.backend import Backend, View
@@ -31,11 +32,9 @@ Component = namedtuple("Component", "left lower right upper area color shape siz
 # bin, how far to erode, and how small an object's eroded core may be (area, side).
 Scene = namedtuple("Scene", "palette lut erode min_core min_side")
 
-_SCENES: "OrderedDict[str, Scene]" = OrderedDict()
-_SEGMENTS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_BACKGROUNDS: "OrderedDict[str, tuple]" = OrderedDict()
-_MAX_CACHED = 2048
-_MAX_SCENES = 256  # each holds a 32 KB colour table
+_SCENES = LRU(max_items=256)  # each holds a 32 KB colour table
+_SEGMENTS = LRU(max_items=2048)
+_BACKGROUNDS = LRU(max_items=2048)
 
 # Thresholds in pixels of a 256-pixel canvas with our object sizes, scaled with the image.
 MIN_FILL = 0.3  # the least share of its box an object fills (a diagonal stroke fills less)
@@ -49,23 +48,14 @@ MAX_COLORS = 24
 CORE_SIDE = 16  # px: an eroded core at least this wide is classified instead of the grown mask
 
 
-def _remember(cache: OrderedDict, key, value):
-    cache[key] = value
-    if len(cache) > _MAX_CACHED:
-        cache.popitem(last=False)
-    return value
-
-
 def _border(image: np.ndarray) -> np.ndarray:
     return np.concatenate([image[0], image[-1], image[:, 0], image[:, -1]]).astype(np.float32)
 
 
 def background(view: View) -> tuple:
     """The background colour: the median of the full image's border."""
-    if view.digest in _BACKGROUNDS:
-        return _BACKGROUNDS[view.digest]
-    return _remember(_BACKGROUNDS, view.digest,
-                     tuple(int(v) for v in np.median(_border(view.root), 0)))
+    return _BACKGROUNDS.remember(view.digest,
+                                 lambda: tuple(int(v) for v in np.median(_border(view.root), 0)))
 
 
 def noise(image: np.ndarray, bg: tuple) -> tuple[float, float]:
@@ -177,13 +167,8 @@ def analyse(image: np.ndarray, bg: tuple, ref: int, bins: np.ndarray | None = No
 
 
 def _scene(view: View) -> Scene:
-    if view.digest in _SCENES:
-        _SCENES.move_to_end(view.digest)
-        return _SCENES[view.digest]
-    _SCENES[view.digest] = analyse(view.root, background(view), min(view.root.shape[:2]))
-    if len(_SCENES) > _MAX_SCENES:
-        _SCENES.popitem(last=False)
-    return _SCENES[view.digest]
+    return _SCENES.remember(view.digest,
+                            lambda: analyse(view.root, background(view), min(view.root.shape[:2])))
 
 
 def segment(image: np.ndarray, bg: tuple, ref: int, scene: Scene | None = None) -> tuple:
@@ -299,12 +284,8 @@ class ShapesCV(Backend):
             _WARM.append(True)
 
     def components(self, view: View) -> tuple:
-        key = (view.digest, view.box)
-        if key in _SEGMENTS:
-            _SEGMENTS.move_to_end(key)
-            return _SEGMENTS[key]
-        comps = segment(view.image, background(view), min(view.root.shape[:2]), _scene(view))
-        return _remember(_SEGMENTS, key, comps)
+        return _SEGMENTS.remember((view.digest, view.box), lambda: segment(
+            view.image, background(view), min(view.root.shape[:2]), _scene(view)))
 
     def find(self, view: View, phrase: str) -> tuple:
         return tuple(c[:4] for c in answers.matching(self.components(view), phrase))

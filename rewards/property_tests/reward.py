@@ -46,7 +46,7 @@ def score(check, mode: str) -> float | None:
 
 class PropTestReward(Reward):
     """Property-test reward. Options (reward kwargs): mode, reward, reward_kwargs and the
-    PropertyConfig fields (generator, llm_model, max_new_tokens, seed). Other keyword
+    PropertyConfig fields (test_source, llm_model, max_new_tokens, seed). Other keyword
     arguments are dataset columns; only `question` and `image` are read.
 
     Each instance keeps its suite builders (suites and the test-writing LLM load once),
@@ -143,7 +143,7 @@ class PropTestReward(Reward):
         while self._batches:
             for program, suite, result, check, value in self._batches.popleft():
                 if len(rows) < max_rows:
-                    rows.append({"question": suite.question, "generator": suite.generator, "tests": suite.shown(),
+                    rows.append({"question": suite.question, "test_source": suite.test_source, "tests": suite.shown(),
                                  "dropped": "; ".join(f"{d['source']} ({d['reason']})" for d in suite.dropped),
                                  "invalid": suite.invalid or "",
                                  "answer": result.answer if result.ok else f"[{result.status}]",

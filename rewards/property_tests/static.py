@@ -27,7 +27,7 @@ _STRING_CALLS = frozenset({"bool_to_yesno", "repr", "llm_query"})
 @functools.lru_cache(maxsize=1)
 def _known_names() -> frozenset:
     """Globals a test may read: the tools namespace and the sandbox's builtins."""
-    from envs.execution.policy import DENIED_NAMES
+    from envs.execution.rules import DENIED_NAMES
     from envs.tools import build_namespace
 
     tools = set(build_namespace("shapes-cv"))
@@ -163,7 +163,7 @@ def _same_check(a: str, b: str) -> bool:
 
 def _policy_refusal(stmt) -> str | None:
     """The sandbox's static policy on this statement alone (run inside a function)."""
-    from envs.execution.policy import check_program
+    from envs.execution.static_check import check_program
 
     body = "\n".join("    " + line for line in ast.unparse(stmt).splitlines())
     report = check_program(f"def {ENTRY}(image):\n{body}\n")
@@ -183,9 +183,9 @@ def _comments(src: str) -> dict:
     return out
 
 
-def parse_test(text: str, question: str, generator: str) -> PropertySuite:
+def parse_test(text: str, question: str, test_source: str) -> PropertySuite:
     """The suite a generated test text gives (never raises on model output)."""
-    suite = PropertySuite(question=question, generator=generator, text=text)
+    suite = PropertySuite(question=question, test_source=test_source, text=text)
     src = _function_text(text)
     if not src:
         suite.invalid = f"no `def {ENTRY}(image)` function"

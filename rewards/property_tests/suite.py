@@ -1,6 +1,6 @@
 """Writing, checking and caching a question's property tests.
 
-A suite depends only on the question and the generator settings (never on a program or
+A suite depends only on the question and the test-source settings (never on a program or
 a label), so it is written once per question, kept in memory and as one JSON file per
 question in the cache folder (the run folder's `property_tests/`), and reused by every
 program and every iteration -- as ViUniT's suites are.
@@ -15,29 +15,32 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from policies import DEFAULT_MODEL
+from policies.text_lm import TextLM
 from rewards.property_tests.static import parse_test
 from rewards.property_tests.types import PropertySuite
+from rewards.renamed import renamed
 
-GENERATORS = ("template", "basic", "advanced", "itm")
+TEST_SOURCES = ("template", "basic", "advanced", "itm")
 PROMPT_VERSION = 1  # part of the cache key: a changed prompt must not reuse old tests
 
 
 @dataclass
 class PropertyConfig:
-    generator: str = "template"   # template (rules on the question's form) | basic | advanced | itm (an LLM)
+    test_source: str = "template"  # template (rules on the question's form) | basic | advanced | itm (an LLM)
     llm_model: str = DEFAULT_MODEL
     max_new_tokens: int = 256     # the release's budget; tests are written greedily
     seed: int = 0
 
     def __post_init__(self):
-        if self.generator not in GENERATORS:
-            raise ValueError(f"property tests: unknown generator {self.generator!r}; "
-                             f"choose one of {', '.join(GENERATORS)}")
+        if self.test_source not in TEST_SOURCES:
+            raise ValueError(f"property tests: unknown test_source {self.test_source!r}; "
+                             f"choose one of {', '.join(TEST_SOURCES)}")
         if self.max_new_tokens < 16:
             raise ValueError("property tests: max_new_tokens must be >= 16")
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "PropertyConfig":
+        kwargs = renamed(kwargs, "generator", "test_source", "property tests")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -47,11 +50,13 @@ class PropertyConfig:
 
     @property
     def uses_llm(self) -> bool:
-        return self.generator != "template"
+        return self.test_source != "template"
 
 
 def suite_key(question: str, cfg: PropertyConfig) -> str:
-    settings = asdict(cfg) if cfg.uses_llm else {"generator": cfg.generator}
+    settings = asdict(cfg)
+    settings["generator"] = settings.pop("test_source")  # its old name: suites cached before stay found
+    settings = settings if cfg.uses_llm else {"generator": cfg.test_source}
     blob = json.dumps([question, settings, PROMPT_VERSION], sort_keys=True)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
@@ -69,7 +74,8 @@ def load_suite(path: Path) -> PropertySuite | None:
     (costly) writing, so a change to the static checks applies to old suites too."""
     try:
         data = json.loads(path.read_text())
-        return parse_test(data["text"], data["question"], data["generator"])
+        # Suites written before the rename name their source "generator".
+        return parse_test(data["text"], data["question"], data.get("test_source") or data["generator"])
     except (OSError, ValueError, TypeError, KeyError):
         return None  # missing or unreadable: written again
 
@@ -88,26 +94,22 @@ class PropertySuiteBuilder:
 
     def complete(self):
         if self._complete is None:
-            from rewards.unit_tests.llm_generator import TextSampler
-
             # Greedy; a line at column 0 ends the function (the policy's own stop rule).
-            self._complete = TextSampler(self.cfg.llm_model, temperature=0.0, top_p=1.0,
-                                         max_new_tokens=self.cfg.max_new_tokens, seed=self.cfg.seed,
-                                         stop=r"\n\S")
+            self._complete = TextLM(self.cfg.llm_model, temperature=0.0, top_p=1.0,
+                                    max_new_tokens=self.cfg.max_new_tokens, seed=self.cfg.seed,
+                                    stop=r"\n\S")
         return self._complete
 
     def texts(self, questions: list[str], progress: bool = False) -> list[str]:
-        """The `execute_test` text each question's generator writes."""
+        """The `execute_test` text each question's test source writes."""
         if not self.cfg.uses_llm:
             from rewards.property_tests.template import template_test
 
             return [template_test(q) for q in questions]
         from rewards.property_tests import prompts
-        from rewards.unit_tests.llm_generator import TextSampler
-
         complete = self.complete()
-        kwargs = {"progress": progress} if isinstance(complete, TextSampler) else {}
-        replies = complete([prompts.render(q, self.cfg.generator) for q in questions], 1, **kwargs)
+        kwargs = {"progress": progress} if isinstance(complete, TextLM) else {}
+        replies = complete([prompts.render(q, self.cfg.test_source) for q in questions], 1, **kwargs)
         # The prompt holds the function's opening; give it back to each reply.
         return [prompts.OPENING + (r[0] if r else "") for r in replies]
 
@@ -126,7 +128,7 @@ class PropertySuiteBuilder:
         if todo:
             pending = list(todo.items())
             for (key, q), text in zip(pending, self.texts([q for _, q in pending], progress)):
-                suite = parse_test(text, q, self.cfg.generator)
+                suite = parse_test(text, q, self.cfg.test_source)
                 self._memory[key] = suite
                 self.stats["suites_built"] += 1
                 self.stats["tests_kept"] += len(suite)

@@ -1,4 +1,4 @@
-"""The `template` generator: the basic properties from the question's form alone.
+"""The `template` test source: the basic properties from the question's form alone.
 
 For policies and test writers too weak to write tests (the embedded 135M model writes
 few usable ones), rules read the question's wording and write the same
@@ -6,7 +6,7 @@ few usable ones), rules read the question's wording and write the same
 color" answers a colour word, "how many" a number, "A or B" one of the two. It reads
 only the question text: never the `spec` column, the scene or any label.
 
-A leaf module (it imports nothing from the project), so the `proptest` prompt family
+A leaf module (it imports nothing from the project but other leaves), so the `proptest` prompt family
 can show these tests by default.
 """
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import re
 
+from envs.common.questions import is_yes_no
+
 # General English vocabularies (world knowledge, not the dataset's labels).
 COLOR_WORDS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "violet", "pink", "magenta",
                "brown", "black", "white", "gray", "grey", "silver", "gold", "beige", "tan", "maroon",
@@ -22,7 +24,6 @@ COLOR_WORDS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "vi
 SHAPE_WORDS = ("circle", "square", "triangle", "rectangle", "oval", "ellipse", "star", "diamond", "hexagon",
                "pentagon", "heart", "cross", "cube", "sphere", "cylinder", "cone", "round", "rectangular")
 SIZE_WORDS = ("small", "large", "big", "little", "tiny", "huge", "medium", "short", "tall", "long")
-_YESNO_START = re.compile(r"^(is|are|does|do|did|can|could|was|were|has|have|had|will|would|should|may)\b")
 _ITM = re.compile(r"^verify image matches text\s*=", re.I)
 _ARTICLE = r"(?:(?:a|an|the)\s+)?"
 _OPTIONS = re.compile(rf"{_ARTICLE}([a-z][\w-]*)\s*,?\s+or\s+{_ARTICLE}([a-z][\w-]*)\s*\??$")
@@ -45,9 +46,9 @@ def properties(question: str) -> list[tuple[str, str]]:
     if q.startswith("how many"):
         return [("result.isdigit()", "a count is a number")]
     options = _options(q)
-    if options and _YESNO_START.match(q):
+    if options and is_yes_no(q):
         return [(f"result in {list(options)!r}", "the answer is one of the options")]
-    if _YESNO_START.match(q):
+    if is_yes_no(q):
         return [('result in ["yes", "no"]', "a yes/no question answers yes or no")]
     # A vocabulary check already implies one word: a second test would only double the credit.
     if re.search(r"\bwhat colou?r\b", q):

@@ -1,6 +1,6 @@
 """What a property-test suite is made of (PropTest §3).
 
-A generator writes `def execute_test(image)`: it calls the program as
+A test source writes `def execute_test(image)`: it calls the program as
 `solve_query(image)`, then at most four `# Test case n:` asserts check properties of
 the answer (its form, its allowed values, world knowledge through `llm_query`). The
 static checks turn that text into a suite: the setup statements and the asserts kept,
@@ -30,7 +30,7 @@ class Step:
 @dataclass
 class PropertySuite:
     question: str
-    generator: str
+    test_source: str
     text: str = ""                       # execute_test as generated
     steps: list[Step] = field(default_factory=list)
     dropped: list[dict] = field(default_factory=list)   # {"source", "reason"}
@@ -62,6 +62,8 @@ class PropertySuite:
     @classmethod
     def from_dict(cls, data: dict) -> "PropertySuite":
         data = dict(data)
+        if "generator" in data:  # written before the rename
+            data["test_source"] = data.pop("generator")
         data["steps"] = [Step(**s) for s in data.get("steps", [])]
         return cls(**data)
 

@@ -27,9 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question", required=True, help="the question the tests are for")
     p.add_argument("--k", type=int, default=5, help="tests in the suite, K (5)")
     p.add_argument("--candidates", type=int, default=20, help="candidate tests before sampling, M (20)")
-    p.add_argument("--generator", default="llm", choices=("llm", "scene"),
+    p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
                    help="llm: the unit-test LLM; scene: verified shapes tests, needs --spec or --data (llm)")
-    p.add_argument("--spec", default=None, help="the question's shapes spec as JSON (scene generator)")
+    p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
+                   help=argparse.SUPPRESS)  # the old name of --test-source
+    p.add_argument("--spec", default=None, help="the question's shapes spec as JSON (scene test source)")
     p.add_argument("--data", default=None, help="a shapes DatasetDict to look the question's spec up in")
     p.add_argument("--sampling", default="answer_then_input",
                    choices=("random", "answer", "input", "answer_then_input"), help="coverage strategy")
@@ -67,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.k < 1 or args.candidates < 1:
             raise UsageError("--k and --candidates must be >= 1")
+        if args.old_test_source:
+            print("vprl unit-tests: --generator is deprecated; use --test-source", file=sys.stderr)
+            args.test_source = args.test_source or args.old_test_source
+        args.test_source = args.test_source or "llm"
         spec = None
-        if args.generator == "scene":
+        if args.test_source == "scene":
             if args.spec:
                 try:
                     spec = json.loads(args.spec)
@@ -77,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
             elif args.data:
                 spec = _find_spec(args.data, args.question)
             else:
-                raise UsageError("--generator scene needs the question's --spec or a --data folder holding it")
+                raise UsageError("--test-source scene needs the question's --spec or a --data folder holding it")
         if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
             raise UsageError(f"--out {args.out} is not empty; pass --overwrite to replace it")
         from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
 
-        cfg = SuiteConfig(generator=args.generator, k=args.k, candidates=args.candidates, strategy=args.sampling,
+        cfg = SuiteConfig(test_source=args.test_source, k=args.k, candidates=args.candidates, strategy=args.sampling,
                           criterion=args.criterion, synthesis=args.synthesis, diffusion_model=args.diffusion_model,
                           layout_llm=args.layout_llm, llm_model=args.model, seed=args.seed)
     except (UsageError, ValueError) as e:

@@ -1,7 +1,7 @@
 """The `viunit` reward: R = 1 if S(p) >= θ else S(p) (ViUniT Eq. 10).
 
-Label-free with LLM-written tests (`generator: llm`, the paper's setting). With
-`generator: scene` the tests are computed from the question's `spec` column, its
+Label-free with LLM-written tests (`test_source: llm`, the paper's setting). With
+`test_source: scene` the tests are computed from the question's `spec` column, its
 ground-truth meaning: an oracle, and `label_columns` says so.
 """
 
@@ -16,7 +16,7 @@ from rewards.execution import executor_or_shared
 from rewards.registry import Reward
 from rewards.unit_tests.scoring import (TEST_SCORE_AGGREGATORS, THETA, run_on_suites, suite_score, unit_score,
                                         viunit_reward)
-from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig
+from rewards.unit_tests.suite import SuiteBuilder, SuiteConfig, source_of
 
 SCORING_OPTIONS = ("theta", "eps_runtime", "eps_compile", "aggregator")  # defaults: __call__'s signature
 SUITE_OPTIONS = tuple(f.name for f in fields(SuiteConfig))
@@ -25,7 +25,7 @@ KEPT_BATCHES = 64  # batches remembered for the table between two table_rows() c
 
 class ViUnitReward(Reward):
     """Visual unit-test reward. Options (reward kwargs): the SuiteConfig fields
-    (generator, k, candidates, strategy, criterion, synthesis, ...) and theta,
+    (test_source, k, candidates, strategy, criterion, synthesis, ...) and theta,
     eps_runtime, eps_compile, aggregator. Other keyword arguments are dataset columns.
 
     Each instance (one per RewardSet, or per `rewards.get("viunit")`) keeps its own suite
@@ -34,7 +34,7 @@ class ViUnitReward(Reward):
     """
 
     name = "viunit"
-    uses_labels = False  # with the default LLM generator; see label_columns
+    uses_labels = False  # with the default LLM test source; see label_columns
 
     def __init__(self):
         super().__init__()
@@ -47,15 +47,15 @@ class ViUnitReward(Reward):
         suite = {k: v for k, v in kwargs.items() if k not in SCORING_OPTIONS}
         if SuiteConfig.from_kwargs(suite).with_program:
             raise ValueError("viunit: with_program needs a suite per program, which the reward does not build; "
-                             "use the query-only generator (the paper's better setting, section 5) or "
-                             "LLMTestGenerator(with_program=True) directly")
+                             "use the query-only test source (the paper's better setting, section 5) or "
+                             "LLMTestSource(with_program=True) directly")
         if scoring.get("aggregator", "mean") not in TEST_SCORE_AGGREGATORS:
             raise ValueError(f"viunit: unknown aggregator {scoring['aggregator']!r}; "
                              f"choose one of {', '.join(TEST_SCORE_AGGREGATORS)}")
 
     def label_columns(self, kwargs: dict) -> tuple[str, ...]:
-        """The scene generator computes its tests from `spec`: an oracle. The LLM's need nothing."""
-        return ("spec",) if kwargs.get("generator", "llm") == "scene" else ()
+        """The scene test source computes its tests from `spec`: an oracle. The LLM's need nothing."""
+        return ("spec",) if source_of(kwargs) == "scene" else ()
 
     def builder(self, suite_kwargs: dict, run_dir=None) -> SuiteBuilder:
         """One builder per (settings, run folder)."""
@@ -75,8 +75,8 @@ class ViUnitReward(Reward):
         executor = executor_or_shared(executor)
         suite_kwargs = {k: v for k, v in kwargs.items() if k in SUITE_OPTIONS}
         builder = self.builder(suite_kwargs, run_dir)
-        # Only the scene generator (an oracle) may see the question's meaning; the LLM
-        # generator's suites are not even keyed by it, so the reward stays label-free.
+        # Only the scene test source (an oracle) may see the question's meaning; the LLM
+        # source's suites are not even keyed by it, so the reward stays label-free.
         oracle = bool(self.label_columns(suite_kwargs))
         rows = [{"question": q, "spec": spec[i] if spec is not None and oracle else None} for i, q in enumerate(question)]
         suites = builder.build(rows)

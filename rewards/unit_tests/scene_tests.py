@@ -1,4 +1,4 @@
-"""The "scene" unit-test generator: verified candidates for shapes-world questions.
+"""The "scene" unit-test source: verified candidates for shapes-world questions.
 
 ViUniT asks an LLM for (caption, expected answer) pairs and trusts its answers.  In the
 shapes world a question carries a spec that can be answered on any scene, so we can do

@@ -1,6 +1,6 @@
 """Building and caching a question's unit-test suite: ψ → σ → M (ViUniT §3.2).
 
-A suite depends only on the question (and the generator settings), never on the
+A suite depends only on the question (and the test-source settings), never on the
 program being scored, so it is built once per question, kept in memory and on disk in
 the run folder, and reused by every program and every iteration.
 """
@@ -18,16 +18,18 @@ from pathlib import Path
 from PIL import Image
 
 from policies import DEFAULT_MODEL
+from policies.text_lm import TextLM
+from rewards.renamed import renamed
 from rewards.unit_tests.coverage import COVERAGE_CRITERIA, COVERAGE_STRATEGIES, coverage_sample
 from rewards.unit_tests.types import UnitTest
 
-GENERATORS = ("llm", "scene")
+TEST_SOURCES = ("llm", "scene")
 SYNTHESES = ("layout", "diffusers")
 
 
 @dataclass
 class SuiteConfig:
-    generator: str = "llm"          # ψ: "llm" (any question) or "scene" (shapes oracle)
+    test_source: str = "llm"        # ψ: "llm" (any question) or "scene" (shapes oracle)
     candidates: int = 20            # M: at most this many candidates reach the sampler
     k: int = 5                      # K: tests per suite
     strategy: str = "answer_then_input"
@@ -43,7 +45,7 @@ class SuiteConfig:
     seed: int = 0
 
     def __post_init__(self):
-        checks = [("generator", GENERATORS), ("synthesis", SYNTHESES), ("strategy", COVERAGE_STRATEGIES),
+        checks = [("test_source", TEST_SOURCES), ("synthesis", SYNTHESES), ("strategy", COVERAGE_STRATEGIES),
                   ("criterion", COVERAGE_CRITERIA)]
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
@@ -56,6 +58,7 @@ class SuiteConfig:
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "SuiteConfig":
+        kwargs = renamed(kwargs, "generator", "test_source", "unit tests")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -74,8 +77,15 @@ class Suite:
         return len(self.tests)
 
 
+def source_of(options: dict) -> str:
+    """The test source a reward's options name (read under its old name too)."""
+    return renamed(options, "generator", "test_source", "unit tests").get("test_source", "llm")
+
+
 def suite_key(question: str, spec, cfg: SuiteConfig) -> str:
-    blob = json.dumps([question, spec, asdict(cfg)], sort_keys=True, default=str)
+    settings = asdict(cfg)
+    settings["generator"] = settings.pop("test_source")  # its old name: suites cached before stay found
+    blob = json.dumps([question, spec, settings], sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
@@ -127,10 +137,8 @@ class SuiteBuilder:
     # ---- lazily loaded parts -------------------------------------------------------
     def complete(self):
         if self._complete is None:
-            from rewards.unit_tests.llm_generator import TextSampler
-
-            self._complete = TextSampler(self.cfg.llm_model, max_new_tokens=self.cfg.llm_max_new_tokens,
-                                         seed=self.cfg.seed)
+            self._complete = TextLM(self.cfg.llm_model, max_new_tokens=self.cfg.llm_max_new_tokens,
+                                    seed=self.cfg.seed)
         return self._complete
 
     def embed(self, texts):
@@ -154,36 +162,35 @@ class SuiteBuilder:
         return self._synth
 
     def _layout_llm(self):
-        from rewards.unit_tests.llm_generator import TextSampler
         from envs.data.layout import LLMLayout
 
         # D.4.1's layout sampling: temperature 1.0, top_p 0.9, 5 candidates; a layout is
         # one JSON line, so a newline ends it.
-        sampler = TextSampler(self.cfg.llm_model, temperature=1.0, top_p=0.9, max_new_tokens=160,
-                              seed=self.cfg.seed, stop=r"\n")
+        sampler = TextLM(self.cfg.llm_model, temperature=1.0, top_p=0.9, max_new_tokens=160,
+                         seed=self.cfg.seed, stop=r"\n")
         return LLMLayout(lambda prompts, n: sampler(prompts, n))
 
     # ---- building ----------------------------------------------------------------
     def candidates(self, rows: list[dict], programs: list[str] | None = None, progress: bool = False):
         cfg = self.cfg
-        if cfg.generator == "scene":
+        if cfg.test_source == "scene":
             from rewards.unit_tests.scene_tests import scene_candidates
 
             out = []
             for r in rows:
                 if not r.get("spec"):
-                    raise ValueError("the 'scene' unit-test generator needs a shapes 'spec' column; "
-                                     "use generator: llm for other datasets")
+                    raise ValueError("the 'scene' unit-test source needs a shapes 'spec' column; "
+                                     "use test_source: llm for other datasets")
                 spec = json.loads(r["spec"]) if isinstance(r["spec"], str) else r["spec"]
                 out.append(scene_candidates(spec, cfg.candidates, _rng(cfg.seed, r["question"])))
             return out
-        from rewards.unit_tests.llm_generator import LLMTestGenerator
+        from rewards.unit_tests.llm_source import LLMTestSource
 
-        gen = LLMTestGenerator(self.complete(), sequences=cfg.sequences, with_program=cfg.with_program)
-        return [c[: cfg.candidates] for c in gen([r["question"] for r in rows], programs, progress=progress)]
+        source = LLMTestSource(self.complete(), sequences=cfg.sequences, with_program=cfg.with_program)
+        return [c[: cfg.candidates] for c in source([r["question"] for r in rows], programs, progress=progress)]
 
     def build(self, rows: list[dict], progress: bool = False) -> list[Suite]:
-        """One suite per row (rows need "question"; the scene generator also "spec")."""
+        """One suite per row (rows need "question"; the scene test source also "spec")."""
         keys = [suite_key(r["question"], r.get("spec"), self.cfg) for r in rows]
         todo = {}
         for r, key in zip(rows, keys):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 class UnitTest:
     caption: str
     answer: str
-    source: str = "llm"              # which generator wrote it: "llm" or "scene"
-    scene: str | None = None         # shapes scene-graph JSON, when the generator knows it
+    source: str = "llm"              # which test source wrote it: "llm" or "scene"
+    scene: str | None = None         # shapes scene-graph JSON, when the test source knows it
     extra: dict = field(default_factory=dict)
 
     def key(self) -> tuple[str, str]:
@@ -22,4 +22,4 @@ class UnitTest:
 
 
 # `complete(prompts, n) -> list[list[str]]`: n sampled continuations per prompt. The
-# unit-test generator and the layout LLMs take one of these, so any model can stand in.
+# unit-test source and the layout LLMs take one of these, so any model can stand in.

@@ -3,7 +3,7 @@
 The caption comes from the tool backend (``CAP``: shapes-cv lists the objects it sees in
 the pixels; hf asks its captioning/VQA model to describe the image), so it runs in the
 sandbox like any program.  An LLM judge (the policy or any configured model, through
-``envs.tools.text_llm.TextLLM``) is asked VLAgent's three questions (section 2.2.2):
+``policies.text_lm.TextLM``) is asked VLAgent's three questions (section 2.2.2):
 
 1. does the caption explicitly mention what the question needs?  (``clue``)
 2. which answer is best, the caption-derived one or the program's?  (asked only when the
@@ -96,7 +96,7 @@ def choice_prompt(question, caption, caption_answer, program_answer) -> str:
 
 
 class CaptionVerifier:
-    """``llm``: an object with ``batch(questions, long_answers) -> replies`` (TextLLM)."""
+    """``llm``: an object with ``batch(questions, long_answers) -> replies`` (TextLM)."""
 
     def __init__(self, llm):
         self.llm = llm

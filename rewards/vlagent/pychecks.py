@@ -39,7 +39,7 @@ _CROPS = ("crop", "crop_left_of_bbox", "crop_right_of_bbox", "crop_above_bbox", 
 def api() -> dict:
     """Signatures of the API: {"patch": {method: sig}, "object": {...}, "functions": {...},
     "names": every namespace name}."""
-    from envs.execution.policy import DENIED_NAMES
+    from envs.execution.rules import DENIED_NAMES
     from envs.tools.api import make_api
     from envs.tools.backend import Backend
     from envs.visprog.modules import make_modules
@@ -225,7 +225,7 @@ def _multi_instance(tree, types: _Types, question: str | None) -> list[Violation
     return out
 
 
-def check_program(program: str, question: str | None = None) -> list[Violation]:
+def program_violations(program: str, question: str | None = None) -> list[Violation]:
     tree, problem = parse_program(program)
     if tree is None:
         return [Violation("syntax", problem[1], problem[0])]
@@ -256,7 +256,7 @@ class _Rename(ast.NodeTransformer):
 
 def repair_program(program: str, question: str | None = None) -> Repair:
     """Rename unknown methods, keywords and names to close known ones; idempotent."""
-    before = check_program(program, question)
+    before = program_violations(program, question)
     if not before or before[0].rule == "syntax":
         return Repair(program, before, before)
     tree = ast.parse(program)
@@ -264,7 +264,7 @@ def repair_program(program: str, question: str | None = None) -> Repair:
     if not fixes:
         return Repair(program, before, before)
     text = ast.unparse(_Rename(fixes).visit(tree)) + "\n"
-    after = check_program(text, question)
+    after = program_violations(text, question)
     if len(after) >= len(before):
         return Repair(program, before, before)
     return Repair(text, before, after, changed=True)

@@ -109,11 +109,5 @@ def asks_same(question: str) -> bool:
     return bool(_SAME.search(" ".join(words(question))))
 
 
-def is_yes_no(question: str) -> bool:
-    ws = words(question)
-    return bool(ws) and ws[0] in ("is", "are", "does", "do", "did", "can", "could", "was",
-                                  "were", "has", "have", "verify")
-
-
 def is_count(question: str) -> bool:
     return " ".join(words(question)[:2]) == "how many"

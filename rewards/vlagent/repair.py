@@ -32,6 +32,7 @@ import difflib
 import re
 from dataclasses import dataclass, replace
 
+from envs.common.questions import is_yes_no
 from envs.visprog.evaluator import EvalError, compile_expression, expression_variables
 from envs.visprog.language import (ANSWER, ANSWERS, ANY, BOXES, HALVES, IMAGE, IMAGES, INPUT,
                                    MODULES, NUMBER, TEXT, Script, ScriptSyntaxError, Step, Value,
@@ -275,7 +276,7 @@ def _multi_instance(steps: list[Step], question: str) -> list[Step]:
     if Q.asks_same(question):
         test = "> 1" if "different" in Q.words(question) else "== 1"
         expr = f"'yes' if len(set({{{answers}}})) {test} else 'no'"
-    elif Q.is_yes_no(asked) or Q.is_yes_no(question):
+    elif is_yes_no(asked) or is_yes_no(question):
         expr = f"'yes' if all({{{answers}}}) else 'no'"
     else:
         expr = f"{{{answers}}}[0]"
@@ -314,7 +315,7 @@ def _results(steps: list[Step], question: str | None) -> list[Step]:
     extra, new = [], _fresh(ANSWER, taken)
     if held == BOXES:
         extra.append(Step(0, new, "COUNT", [("box", var)]))
-        if question and Q.is_yes_no(question):
+        if question and is_yes_no(question):
             count, new = new, _fresh(ANSWER, taken)
             extra.append(Step(0, new, "EVAL", [("expr", Value("str",
                                                              f"'yes' if {{{count}}} > 0 else 'no'"))]))

@@ -24,12 +24,12 @@ from rewards.registry import Reward
 def violations(prompt, completion, question=None) -> list:
     """The SS-parser's violations of one completion (script or Python program)."""
     from envs.visprog.compile import script_of
-    from rewards.vlagent.pychecks import check_program
+    from rewards.vlagent.pychecks import program_violations
     from rewards.vlagent.ssparser import check_script
 
     program = program_from(prompt, completion)
     script = script_of(program)
-    return check_script(script, question) if script is not None else check_program(program, question)
+    return check_script(script, question) if script is not None else program_violations(program, question)
 
 
 class ParseReward(Reward):
@@ -71,9 +71,9 @@ class ParseReward(Reward):
 @functools.lru_cache(maxsize=None)
 def judge_for(name: str):
     """A text LLM judge by model name, loaded once per process (a model, not state)."""
-    from envs.tools.text_llm import TextLLM
+    from policies.text_lm import TextLM
 
-    return TextLLM(name, short_tokens=8)
+    return TextLM(name, short_tokens=8)
 
 
 def caption_agreement(prompts, completions, image=None, question=None,

@@ -33,7 +33,7 @@ SKIPPED_REWARDS = {"caption_agreement"}
 # The rewards vprl ships, read at collection: tests that run earlier in the same session
 # register rewards of their own (some return one value whatever the batch).
 SHIPPED_REWARDS = tuple(rewards.available())
-OPTIONS = {"viunit": dict(generator="scene", k=2, candidates=4, strategy="answer", layout_llm=False)}
+OPTIONS = {"viunit": dict(test_source="scene", k=2, candidates=4, strategy="answer", layout_llm=False)}
 # Node types no program module holds: other parse modes, and type comments.
 NOT_IN_MODULES = {"Interactive", "FunctionType", "Expression", "TypeIgnore"}
 

@@ -59,7 +59,7 @@ def test_train_with_proptest_then_eval_with_llm_written_tests(run_iterate, tmp_p
     final_pass = json.loads((run_dir / "best" / "best.json").read_text())["final_pass"]
     assert final_pass["rewards/proptest/suites_built"] >= m["rewards/proptest/suites_built"]
     assert len(suites) == final_pass["rewards/proptest/suites_built"]
-    assert all(s["generator"] == "template" for s in suites)
+    assert all(s["test_source"] == "template" for s in suites)
 
     data = tmp_path / "shapes"
     subprocess.run([sys.executable, "-m", "train.cli", "data", "shapes", "--out", str(data), "--train", "0",

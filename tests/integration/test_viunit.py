@@ -40,7 +40,7 @@ def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
                     "--val", "3", "--test", "0", "--no-progress"], cwd=ROOT, env=run_env(), check=True)
     out = tmp_path / "eval.json"
     proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", "refusal",
-                           "--programs", "2", "--unit-tests", "3", "--generator", "scene", "--max-new-tokens", "40",
+                           "--programs", "2", "--unit-tests", "3", "--test-source", "scene", "--max-new-tokens", "40",
                            "--adapter", str(run_dir / "best" / "adapter"), "--out", str(out)],
                           cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -78,7 +78,7 @@ def test_eval_reprompting_strategies_with_the_embedded_policy(tmp_path):
     for strategy in ("reprompt", "error_reprompt"):
         out = tmp_path / f"{strategy}.json"
         proc = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(data), "--strategy", strategy,
-                               "--programs", "1", "--unit-tests", "3", "--generator", "scene", "--iterations", "1",
+                               "--programs", "1", "--unit-tests", "3", "--test-source", "scene", "--iterations", "1",
                                "--max-new-tokens", "32", "--counterfactuals", "0", "--out", str(out)],
                               cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]

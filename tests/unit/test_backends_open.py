@@ -27,7 +27,7 @@ def empty_cache(tmp_path, monkeypatch):
     """A Hugging Face cache with no models in it, as on a machine that never downloaded any."""
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setattr("envs.tools.host.DEFAULT_LLM", None)  # llm_query is not under test here
+    monkeypatch.setattr("envs.tools.host.server.DEFAULT_LLM", None)  # llm_query is not under test here
 
 
 @pytest.fixture(scope="module")

@@ -150,3 +150,12 @@ def test_validate_refuses_a_metric_that_raises_at_start_up():
 
     with pytest.raises(ConfigError, match="data.metric 'code_pass_rate' is not a per-question metric"):
         validate(load_config(None, ["data.metric=code_pass_rate"]))
+
+
+def test_tracking_wandb_is_the_old_spelling_of_mode_disabled():
+    with pytest.warns(FutureWarning, match="tracking.wandb is deprecated; use tracking.mode"):
+        assert load_config(None, ["tracking.wandb=false"]).tracking.mode == "disabled"
+    with pytest.warns(FutureWarning):
+        assert load_config(None, ["tracking.wandb=true", "tracking.mode=offline"]).tracking.mode == "offline"
+    with pytest.raises(ConfigError, match="tracking.wandb must be true or false"):
+        load_config(None, ["tracking.wandb=sometimes"])

@@ -9,7 +9,7 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from envs.execution.policy import check_program
+from envs.execution.static_check import check_program
 from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family, render_refinement
 from policies.programs import program_from
 

@@ -21,7 +21,7 @@ WALK = textwrap.dedent('''
     import collections, importlib, json, types
     import numpy as np
     from envs.execution.library_state import SharedState
-    from envs.execution.policy import ALLOWED_MODULES, attribute_refusal
+    from envs.execution.rules import ALLOWED_MODULES, attribute_refusal
     from envs.tools import build_namespace
 
     namespace = build_namespace("shapes-cv")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from envs.execution import ExecutionResult, to_answer
-from envs.execution.policy import check_program
+from envs.execution.static_check import check_program
 from envs.execution.results import describe_exception
 
 ENTRY = "def execute_command(image):\n    {}\n"
@@ -145,7 +145,7 @@ def test_hostile_program_texts_are_the_programs_own_status(body):
 def test_a_deep_tree_is_refused_before_the_recursive_checker_runs():
     # 95 brackets pass CPython's own limit (200) but nest the AST past the budget
     # only together with calls; the walk that measures depth does not recurse.
-    from envs.execution.policy import tree_depth
+    from envs.execution.rules import tree_depth
     import ast
 
     assert tree_depth(ast.parse("f(" * 150 + ")" * 150), 400) is False
@@ -154,12 +154,12 @@ def test_a_deep_tree_is_refused_before_the_recursive_checker_runs():
 
 def test_any_exception_inside_the_checker_is_a_compile_error(monkeypatch):
     """Whatever a fuzzer finds next, the catch-all turns it into this program's status."""
-    from envs.execution import policy
+    from envs.execution import static_check
 
     def explode(source, filename):
         raise OverflowError("somewhere deep in the checker")
-    monkeypatch.setattr(policy, "_check", explode)
-    report = policy.check_program(ENTRY.format("return 1"))
+    monkeypatch.setattr(static_check, "_check", explode)
+    report = static_check.check_program(ENTRY.format("return 1"))
     assert report.status == "compile_error" and "OverflowError" in report.message
 
 
@@ -322,7 +322,7 @@ def test_format_strings_are_checked_where_they_are_used(fmt, ok):
 
 
 def test_class_namespaces_from_factories_are_checked():
-    from envs.execution.policy import namespace_refusal
+    from envs.execution.rules import namespace_refusal
 
     assert namespace_refusal(["__module__", "__qualname__", "__init__", "run", "_x"]) is None
     for bad in ("__array_interface__", "__getattr__", "__del__", "__reduce__", "__slots__"):
@@ -334,10 +334,10 @@ def test_class_namespaces_from_factories_are_checked():
     assert namespace_refusal([Key("x")])
 
 
-def test_byte_lru_is_bounded_in_bytes_and_entries():
-    from envs.execution.lru import ByteLRU
+def test_the_lru_is_bounded_in_bytes_and_entries():
+    from envs.common.lru import LRU
 
-    lru = ByteLRU(max_bytes=100, max_items=5)
+    lru = LRU(max_bytes=100, max_items=5)
     for i in range(10):
         lru.put(i, str(i), 30)
     assert lru.bytes <= 100 and len(lru) == 3 and lru.get(9) == "9" and lru.get(0) is None

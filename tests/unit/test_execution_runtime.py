@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from envs.execution import runtime
-from envs.execution.policy import PolicyReport
+from envs.execution.static_check import PolicyReport
 
 
 def compiled(source, mutates=False):
@@ -16,7 +16,7 @@ def compiled(source, mutates=False):
 
 
 def run(source, namespace=None, timeout=1.0):
-    from envs.execution.policy import check_program
+    from envs.execution.static_check import check_program
 
     report = check_program(source)
     if report.status is not None:  # these tests run what the policy would refuse, too

@@ -1,7 +1,7 @@
 """The import rule of each folder (docs/LAYERS.md), checked on every import statement in
-the tree (module-level and the lazy ones inside functions), and the sandbox worker's
-real start: `python -m envs.execution.worker` must not load gymnasium, rewards or
-policies."""
+the tree (module-level and the lazy ones inside functions), no import cycle inside the
+tools or the sandbox, and the sandbox worker's real start (`workers.sandbox_command`)
+must not load gymnasium, rewards or policies."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ RULES = {
     "envs/execution": ("envs.execution",),
     "envs/prompts": ("envs.prompts",),
     "policies": ("policies",),
-    "envs/tools": ("envs.tools", "envs.data", "policies"),
+    "envs/tools/host": ("envs.tools", "envs.data", "policies"),
+    "envs/tools": ("envs.tools", "envs.data"),
     "rewards": ("rewards", "envs.execution", "envs.data", "envs.tools", "envs.cliargs", "policies"),
     "envs/selfplay": ("envs.selfplay", "envs.prompts", "rewards", "policies"),
     "envs/environments": ("envs.environments", "envs.data", "envs.execution", "envs.tools", "envs.prompts",
@@ -31,9 +32,11 @@ RULES = {
 }
 # Leaf modules import nothing from the project but other leaves, so every layer may use them.
 LEAVES = ("policies.programs", "rewards.metrics", "rewards.property_tests.template", "envs.visprog", "envs.cliargs",
-          "envs.atomic")
+          "envs.atomic", "envs.common")
 # Entry points may reach further than the layer they sit in, to list what a flag accepts.
 EXCEPTIONS = {("envs/execution/cli.py", "envs.tools")}
+# Packages whose modules must not import each other in a circle, lazily or not.
+ACYCLIC = ("envs/tools", "envs/execution")
 PROJECT = ("envs", "rewards", "policies", "train")
 
 
@@ -76,9 +79,65 @@ def test_leaves_import_nothing_from_the_project_but_leaves():
             assert not [n for n in _imports(path) if n.split(".")[0] in PROJECT and not _leaf(n)], path
 
 
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _edges(path: Path, known: set[str]):
+    """The project modules ``path`` imports, every import statement counted; a relative
+    import and ``from pkg import submodule`` name the module they load."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([base] if base else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    yield f"{base}.{alias.name}"
+                elif base in known:
+                    yield base
+
+
+@pytest.mark.parametrize("folder", ACYCLIC)
+def test_no_import_cycle_inside(folder):
+    paths = sorted((ROOT / folder).rglob("*.py"))
+    known = {_module(p) for p in paths}
+    graph = {_module(p): set(_edges(p, known)) - {_module(p)} for p in paths}
+    # A package's __init__ runs before each of its modules anyway; an edge into it from
+    # below is no cycle of ours, so only the edges out of an __init__ count.
+    packages = {_module(p) for p in paths if p.name == "__init__.py"}
+    graph = {m: {t for t in targets if t not in packages or not m.startswith(t + ".")}
+             for m, targets in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(t):] + [t]))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
 def test_a_sandbox_worker_imports_nothing_above_the_sandbox():
-    out = subprocess.run([sys.executable, "-s", "-X", "importtime", "-m", "envs.execution.worker"],
-                         cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    from envs.execution.workers import sandbox_command
+
+    command = sandbox_command("envs.execution.worker")
+    out = subprocess.run([command[0], "-X", "importtime", *command[1:]], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     loaded = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert "envs.execution.worker" in loaded or "envs.execution" in loaded, out.stderr[-2000:]
     above = sorted(m for m in loaded if m.split(".")[0] in ("gymnasium", "rewards", "policies")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envs.execution.policy import check_program
+from envs.execution.static_check import check_program
 from envs.prompts import DEFAULT_FAMILY, FAMILIES, get_family
 from envs.prompts.viper import HEADER
 from envs.prompts.viper_full import ITM_EXAMPLES, VQA_EXAMPLES

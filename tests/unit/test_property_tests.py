@@ -1,4 +1,4 @@
-"""PropTest property tests: static checks, normalisation, the template generator, the
+"""PropTest property tests: static checks, normalisation, the template test source, the
 prompts, per-assert execution in the real sandbox, the `proptest` reward and the
 fallback strategies."""
 
@@ -96,7 +96,7 @@ def test_normalisation(text, norm):
     assert normalize_answer(text) == norm
 
 
-# ---------------------------------------------------------- template generator
+# ---------------------------------------------------------- template test source
 
 def test_template_reads_the_question_form_only():
     assert properties("How many red circles are there?") == [("result.isdigit()", "a count is a number")]
@@ -106,8 +106,8 @@ def test_template_reads_the_question_form_only():
                   'Verify image matches text="There is a {large} \'red\' object."'):
         assert properties(yesno)[0][0] == 'result in ["yes", "no"]'
     assert "'red'" in properties("What color is the square?")[0][0]
-    # Only the question goes in: the generator cannot read spec or labels.
-    b = PropertySuiteBuilder(PropertyConfig(generator="template"))
+    # Only the question goes in: the test source cannot read spec or labels.
+    b = PropertySuiteBuilder(PropertyConfig(test_source="template"))
     assert b.build(["Is there a red circle?"])[0].tests[0].source.startswith("assert result in ['yes', 'no']")
     # What the proptest prompt shows by default is exactly the suite's shown() text.
     for q in ("How many red circles are there?", "Is the square red or blue?", "What size is it?", "Who is it?"):
@@ -180,8 +180,8 @@ def test_proptest_reward_is_label_free_and_has_three_modes():
         fn_.check_kwargs({"mode": "gate"})
     with pytest.raises(ValueError, match="unknown option"):
         fn_.check_kwargs({"generatr": "llm"})
-    with pytest.raises(ValueError, match="unknown generator"):
-        fn_.check_kwargs({"generator": "oracle"})
+    with pytest.raises(ValueError, match="unknown test_source"):
+        fn_.check_kwargs({"test_source": "oracle"})
 
 
 def test_partial_credit_in_fraction_mode(ex):
@@ -229,7 +229,7 @@ def test_suites_are_cached_per_question(tmp_path):
         calls.append(len(prompts_))
         return [["\n    assert result in ['yes', 'no']\n    return result"] for _ in prompts_]
 
-    cfg = PropertyConfig(generator="basic")
+    cfg = PropertyConfig(test_source="basic")
     b = PropertySuiteBuilder(cfg, cache_dir=tmp_path, complete=complete)
     first = b.build(["Is it red?", "Is it blue?", "Is it red?"])
     assert calls == [2] and len(first[0]) == 1 and first[0] is first[2]

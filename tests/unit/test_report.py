@@ -23,7 +23,7 @@ def _run(root, name, rewards, stopped=False):
     run_dir.mkdir(parents=True)
     cfg = Config(run_name=name)
     save_config(cfg, run_dir / "config.yaml")
-    tracker = Tracker(TrackingConfig(wandb=False), run_dir, {})
+    tracker = Tracker(TrackingConfig(mode="disabled"), run_dir, {})
     image = Image.new("RGB", (32, 32), "blue")
     for it, reward in enumerate(rewards):
         rollouts = [{"iteration": it, "question": f"Is there a circle? {k}", "image": image, "question_family": "existence",

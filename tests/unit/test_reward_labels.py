@@ -10,10 +10,21 @@ from train.config import RewardSpec, load_config
 def test_builtin_and_viunit_declarations():
     assert rewards.label_columns("correctness") == ("answer", "answers")
     assert rewards.label_columns("executes") == () and rewards.label_columns("format") == ()
-    assert rewards.label_columns("viunit", {"generator": "scene"}) == ("spec",)
-    assert rewards.label_columns("viunit", {"generator": "llm"}) == ()
-    assert rewards.label_columns("viunit") == ()  # llm is the default generator
+    assert rewards.label_columns("viunit", {"test_source": "scene"}) == ("spec",)
+    assert rewards.label_columns("viunit", {"test_source": "llm"}) == ()
+    assert rewards.label_columns("viunit") == ()  # llm is the default test source
     assert rewards.label_columns("proptest") == ()
+
+
+def test_the_old_option_name_generator_still_works_with_one_warning_line():
+    from rewards.property_tests.suite import PropertyConfig
+
+    with pytest.warns(FutureWarning, match="option 'generator' is deprecated; call it 'test_source'"):
+        assert rewards.label_columns("viunit", {"generator": "scene"}) == ("spec",)
+    with pytest.warns(FutureWarning, match="'generator' is deprecated"):
+        assert PropertyConfig.from_kwargs({"generator": "basic"}).test_source == "basic"
+    with pytest.raises(ValueError, match="keep only 'test_source'"):
+        PropertyConfig.from_kwargs({"generator": "basic", "test_source": "itm"})
     rewards.register("test_labels_stateful", type("Stateful", (rewards.Reward,), {"uses_labels": False}))
     assert rewards.label_columns("test_labels_stateful") == ()
     assert rewards.label_columns("proptest", {"mode": "gate", "reward": "correctness"}) == ("answer", "answers")
@@ -67,9 +78,9 @@ def test_label_free_viunit_never_sees_the_spec(monkeypatch, tmp_path):
     monkeypatch.setattr(viunit_module, "run_on_suites", lambda ex, programs, suites: [[] for _ in programs])
     monkeypatch.setattr(viunit_module, "suite_score", lambda *a: 0.0)
     out = reward([""], ["    return 'yes'"], question=["Is there a cube?"], spec=['{"family": "x"}'], run_dir=tmp_path,
-                 executor=object(), generator="llm")
+                 executor=object(), test_source="llm")
     assert out == [None] and seen == [{"question": "Is there a cube?", "spec": None}]
     seen.clear()
     reward([""], ["    return 'yes'"], question=["q"], spec=['{"family": "x"}'], run_dir=tmp_path, executor=object(),
-           generator="scene")
+           test_source="scene")
     assert seen[0]["spec"] == '{"family": "x"}'

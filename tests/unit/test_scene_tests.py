@@ -1,4 +1,4 @@
-"""The verified "scene" unit-test generator (rewards.unit_tests.scene_tests)."""
+"""The verified "scene" unit-test source (rewards.unit_tests.scene_tests)."""
 import json
 import random
 import time

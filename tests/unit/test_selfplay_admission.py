@@ -1,5 +1,5 @@
 """Pool admission modes: correctness (seed 002), unit_tests and counterfactual, on real
-shapes rows, the real sandbox, and the scene unit-test generator."""
+shapes rows, the real sandbox, and the scene unit-test source."""
 
 import json
 from types import SimpleNamespace
@@ -61,7 +61,7 @@ def test_counterfactual_admission_refuses_right_for_the_wrong_reasons(rows, exec
 
 def test_unit_tests_admission_refuses_right_for_the_wrong_reasons(rows, executor, tmp_path):
     # `answer` coverage needs no sentence embedder; scene tests cover both answers.
-    options = {"generator": "scene", "k": 4, "strategy": "answer", "layout_llm": False}
+    options = {"test_source": "scene", "k": 4, "strategy": "answer", "layout_llm": False}
     sp = _selfplay(tmp_path, admission="unit_tests", admission_options=options)
     assert sp.admit("viper_compact", rows, _rollouts(rows, executor), 0, executor=executor) == 2
     assert _admitted(sp) == [False, False]
@@ -78,8 +78,8 @@ def test_wrong_programs_are_never_checked(rows, executor, tmp_path):
 def test_label_columns_and_options():
     assert label_columns("correctness", {}) == ("answer", "answers")
     assert label_columns("counterfactual", {}) == ("answer", "answers", "spec")
-    assert label_columns("unit_tests", {"generator": "scene"}) == ("answer", "answers", "spec")
-    assert label_columns("unit_tests", {"generator": "llm"}) == ("answer", "answers")
+    assert label_columns("unit_tests", {"test_source": "scene"}) == ("answer", "answers", "spec")
+    assert label_columns("unit_tests", {"test_source": "llm"}) == ("answer", "answers")
     assert SelfPlay(SelfPlayConfig(), "viper_compact", "gqa_accuracy").label_columns() == ()  # rwr_only: no pool
     check_options("counterfactual", {"m": 2, "min_accuracy": 0.5})
     with pytest.raises(ValueError, match="m, min_accuracy"):

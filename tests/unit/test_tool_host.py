@@ -205,12 +205,13 @@ def test_host_rejects_malformed_and_forged_requests():
 
 def _view(namespace, image=IMAGE):
     """A View of the whole image, taken the way the API builds one."""
-    from envs.tools.api import _digest, to_array
+    from envs.common.images import image_digest
+    from envs.tools.api import frozen_array
     from envs.tools.backend import View
 
-    root = to_array(image)
+    root = frozen_array(image)
     h, w = root.shape[:2]
-    return View(root, root, (0, 0, w, h), _digest(root))
+    return View(root, root, (0, 0, w, h), image_digest(root))
 
 
 def test_llm_query_defaults_to_the_embedded_model_served_by_the_host():

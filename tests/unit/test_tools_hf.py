@@ -211,13 +211,14 @@ def test_host_batches_find_requests_from_several_workers(parts):
 
 def _view_of(patch, root=IMAGE):
     """The backend View behind a patch of ``root``, built the way the API builds it."""
-    from envs.tools.api import _digest, to_array
+    from envs.common.images import image_digest
+    from envs.tools.api import frozen_array
     from envs.tools.backend import View
 
-    root = to_array(root)
+    root = frozen_array(root)
     h = root.shape[0]
     box = (patch.left, patch.lower, patch.right, patch.upper)
-    return View(root[h - box[3]:h - box[1], box[0]:box[2]], root, box, _digest(root))
+    return View(root[h - box[3]:h - box[1], box[0]:box[2]], root, box, image_digest(root))
 
 
 def test_sandboxed_programs_use_the_hf_backend_through_the_host(parts):

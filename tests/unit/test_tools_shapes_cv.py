@@ -10,17 +10,9 @@ import pytest
 from envs.data.render import render
 from envs.data.scene import Obj, Scene, sample_scene
 from envs.tools import build_namespace
+from envs.tools.ensemble import box_iou
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))  # bench_perception's scoring
-
-
-def _iou(a, b):
-    ix = min(a[2], b[2]) - max(a[0], b[0])
-    iy = min(a[3], b[3]) - max(a[1], b[1])
-    if ix <= 0 or iy <= 0:
-        return 0.0
-    inter = ix * iy
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 def detection_rate(n: int, overlap: bool, clutter: float, seed: int = 0) -> float:
@@ -37,8 +29,8 @@ def detection_rate(n: int, overlap: bool, clutter: float, seed: int = 0) -> floa
         for o in scene.objects:
             total += 1
             box = o.box(scene.size)
-            best = max(found, key=lambda f: _iou(f[0], box), default=None)
-            hit += bool(best and _iou(best[0], box) >= 0.5
+            best = max(found, key=lambda f: box_iou(f[0], box), default=None)
+            hit += bool(best and box_iou(best[0], box) >= 0.5
                         and best[1:] == (o.color, o.shape, o.size))
     return hit / total
 

@@ -1,5 +1,5 @@
 """`vprl unit-tests` and `vprl eval`: bad input gets one line and exit 2, before any
-model loads; the scene generator writes a complete suite, and nothing half-written."""
+model loads; the scene test source writes a complete suite, and nothing half-written."""
 
 from __future__ import annotations
 
@@ -21,14 +21,18 @@ def _one_line_error(capsys):
 def test_unit_tests_bad_input(tmp_path, capsys):
     assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--k", "0"]) == 2
     assert "--k" in _one_line_error(capsys)
-    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--generator", "scene"]) == 2
+    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--test-source", "scene"]) == 2
     assert "--spec" in _one_line_error(capsys)
-    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--generator", "scene",
+    # The old flag still works, with a deprecation line before the error.
+    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--generator", "scene"]) == 2
+    deprecation, error = capsys.readouterr().err.strip().splitlines()
+    assert "--generator is deprecated; use --test-source" in deprecation and "--spec" in error
+    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "o"), "--test-source", "scene",
                             "--spec", "{not json"]) == 2
     assert "JSON" in _one_line_error(capsys)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep me")
-    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "full"), "--generator", "scene",
+    assert unit_tests_main(["--question", "q", "--out", str(tmp_path / "full"), "--test-source", "scene",
                             "--spec", SPEC]) == 2
     assert "--overwrite" in _one_line_error(capsys)
     assert (tmp_path / "full" / "x").read_text() == "keep me"
@@ -38,7 +42,7 @@ def test_unit_tests_bad_input(tmp_path, capsys):
 
 def test_unit_tests_scene_writes_a_suite(tmp_path, capsys):
     out = tmp_path / "suite"
-    assert vprl(["unit-tests", "--question", "Is there a red circle?", "--generator", "scene", "--spec", SPEC,
+    assert vprl(["unit-tests", "--question", "Is there a red circle?", "--test-source", "scene", "--spec", SPEC,
                  "--k", "4", "--out", str(out)]) == 0
     lines = (out / "tests.jsonl").read_text().splitlines()
     head, tests = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]

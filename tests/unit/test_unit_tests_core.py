@@ -1,6 +1,6 @@
 """ViUniT pieces without a model: the test-line parser, coverage sampling on hand-made
 embeddings, the scorer h and its penalties, the aggregators, the reward threshold,
-and the unit-test generator's prompts (selection, refusal and re-prompting: test_strategy_selection.py)."""
+and the unit-test source's prompts (selection, refusal and re-prompting: test_strategy_selection.py)."""
 
 from __future__ import annotations
 
@@ -156,9 +156,9 @@ def test_suite_score_and_reward_threshold():
     assert viunit_reward(-0.1) == -0.1
 
 
-def test_generator_prompts_query_only_and_with_implementation():
+def test_source_prompts_query_only_and_with_implementation():
     from rewards.unit_tests import prompts
-    from rewards.unit_tests.llm_generator import LLMTestGenerator
+    from rewards.unit_tests.llm_source import LLMTestSource
 
     seen = []
 
@@ -167,15 +167,15 @@ def test_generator_prompts_query_only_and_with_implementation():
         return [['red circle" Answer: yes\n2. Image Caption: "an empty image" Answer: no'] * n for _ in texts]
 
     tok = NS(chat_template=None)
-    out = LLMTestGenerator(complete, tok, sequences=3)(["Is there a red circle?"])
+    out = LLMTestSource(complete, tok, sequences=3)(["Is there a red circle?"])
     assert [(t.caption, t.answer) for t in out[0]] == [("red circle", "yes"), ("an empty image", "no")]
     q_only = seen[-1]
     assert q_only.startswith(prompts.SYSTEM_PROMPT) and q_only.endswith("Query: Is there a red circle?\nTests:\n" + prompts.OPENING)
     assert "Query: Is there a cat or dog in the image?" in q_only and "Program:" not in q_only
     program = "def execute_command(image):\n    return 'yes'"
-    LLMTestGenerator(complete, tok, with_program=True)(["Is there a red circle?"], [program])
+    LLMTestSource(complete, tok, with_program=True)(["Is there a red circle?"], [program])
     with_impl = seen[-1]
     assert f"Query: Is there a red circle?\nProgram:\n{program}\nTests:\n" in with_impl
     assert "limited to a single word" in with_impl and "bool_to_yesno" in with_impl
     with pytest.raises(ValueError, match="needs the programs"):
-        LLMTestGenerator(complete, tok, with_program=True)(["q"])
+        LLMTestSource(complete, tok, with_program=True)(["q"])

@@ -52,13 +52,13 @@ class FakeTok:
 
 def _builder(tmp_path=None, k=3, **kw):
     llm = ScriptedLLM([REPLY])
-    b = SuiteBuilder(SuiteConfig(generator="llm", k=k, **kw), cache_dir=tmp_path, complete=llm, embed=_embed,
+    b = SuiteBuilder(SuiteConfig(test_source="llm", k=k, **kw), cache_dir=tmp_path, complete=llm, embed=_embed,
                      synthesizer=ColourSynth())
     return b, llm
 
 
 def test_build_replaces_dropped_captions_and_counts_them(monkeypatch):
-    import rewards.unit_tests.llm_generator as g
+    import rewards.unit_tests.llm_source as g
 
     monkeypatch.setattr(g.prompts, "render", lambda tok, q, program=None: f"Q: {q}")
     b, llm = _builder(k=4)
@@ -72,7 +72,7 @@ def test_build_replaces_dropped_captions_and_counts_them(monkeypatch):
 
 
 def test_suites_are_cached_on_disk_and_reused(tmp_path, monkeypatch):
-    import rewards.unit_tests.llm_generator as g
+    import rewards.unit_tests.llm_source as g
 
     monkeypatch.setattr(g.prompts, "render", lambda tok, q, program=None: f"Q: {q}")
     b1, llm1 = _builder(tmp_path)
@@ -98,8 +98,8 @@ def test_save_is_atomic_and_leftovers_are_ignored(tmp_path):
 
 
 def test_config_errors_are_one_line_and_name_the_choices():
-    with pytest.raises(ValueError, match="generator 'gpt'.*llm, scene"):
-        SuiteConfig(generator="gpt")
+    with pytest.raises(ValueError, match="test_source 'gpt'.*llm, scene"):
+        SuiteConfig(test_source="gpt")
     with pytest.raises(ValueError, match="strategy"):
         SuiteConfig(strategy="everything")
     with pytest.raises(ValueError, match="diffusion_model"):
@@ -113,7 +113,7 @@ def test_viunit_options_are_checked_at_startup(tmp_path):
     from train.setup import validate
 
     cfg_path = tmp_path / "c.yaml"
-    cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {generator: scene, aggregator: median}\n")
+    cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {test_source: scene, aggregator: median}\n")
     with pytest.raises(ConfigError, match="aggregator 'median'"):
         validate(load_config(str(cfg_path), []))
     cfg_path.write_text("rewards:\n  - name: viunit\n    kwargs: {with_program: true}\n")
@@ -151,7 +151,7 @@ def test_viunit_state_is_per_instance_and_its_table_shows_what_it_scored():
     yes = "def execute_command(image):\n    return 'yes'\n"
     a, b = rewards.get("viunit"), rewards.get("viunit")
     assert a is not b and a.__name__ == "viunit"  # TRL logs a reward by its __name__
-    options = dict(generator="scene", k=2, candidates=4, strategy="answer", layout_llm=False)
+    options = dict(test_source="scene", k=2, candidates=4, strategy="answer", layout_llm=False)
     with Executor(workers=1) as ex:
         for row, program in zip(rows, right):  # two batches, e.g. rollouts then refined programs
             assert a([""], [program], question=[row["question"]], spec=[row["spec"]], executor=ex, **options) == [1.0]

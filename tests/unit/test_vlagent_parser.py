@@ -8,7 +8,7 @@ import random
 import pytest
 
 from envs.visprog.language import parse_script
-from rewards.vlagent.pychecks import check_program, repair_program
+from rewards.vlagent.pychecks import program_violations, repair_program
 from rewards.vlagent.repair import repair_script
 from rewards.vlagent.ssparser import RULES, check_script
 
@@ -129,13 +129,13 @@ PY_CASES = {
 
 @pytest.mark.parametrize("rule", sorted(PY_CASES))
 def test_python_checks_flag_each_rule(rule):
-    assert rule in {v.rule for v in check_program(PY_CASES[rule], Q_BOTH)}
-    assert check_program(PY_GOOD, Q_BOTH) == []
+    assert rule in {v.rule for v in program_violations(PY_CASES[rule], Q_BOTH)}
+    assert program_violations(PY_GOOD, Q_BOTH) == []
 
 
 def test_python_lists_of_patches_and_repairs():
     bad = PY_GOOD.replace("[s.simple_query", "[squares.simple_query")
-    assert check_program(bad)[0].rule == "unknown_method"
+    assert program_violations(bad)[0].rule == "unknown_method"
     fixed = repair_program(PY_CASES["unknown_method"], Q_BOTH)
     assert fixed.valid and "simple_query(" in fixed.text
     assert repair_program(fixed.text, Q_BOTH).text == fixed.text
@@ -152,6 +152,6 @@ def test_python_lists_of_patches_and_repairs():
 ])
 def test_the_python_checks_score_any_text_without_raising(body):
     program = "def execute_command(image):\n    " + body + "\n"
-    found = check_program(program, "Is there a red square?")
+    found = program_violations(program, "Is there a red square?")
     assert isinstance(found, list)
     assert repair_program(program, "Is there a red square?").text

@@ -84,7 +84,7 @@ def property_suites(inputs: Inputs) -> list:
     from rewards.property_tests.suite import PropertyConfig, PropertySuiteBuilder
 
     # Tests are written greedily: one suite per question whatever the evaluation's seed.
-    cfg = PropertyConfig(generator=inputs.options.get("tests", "template"))
+    cfg = PropertyConfig(test_source=inputs.options.get("tests", "template"))
     builder = PropertySuiteBuilder(cfg, cache_dir=inputs.options.get("cache"))
     return builder.build([r["question"] for r in inputs.rows], progress=inputs.policy is not None)
 
@@ -111,7 +111,7 @@ def conditioned_programs(inputs: Inputs, suites: list) -> list[str]:
 def _choose(strategy: str, inputs: Inputs) -> list[Choice]:
     suites = property_suites(inputs)
     programs = conditioned_programs(inputs, suites)
-    needs_llm = any(s.generator not in ("template",) for s in suites)
+    needs_llm = any(s.test_source not in ("template",) for s in suites)
     checker = tests_executor(inputs.executor, needs_llm)
     answers = answer_with_tests(strategy, inputs.rows, programs, inputs.executor, suites, checker,
                                 inputs.prompt_family)

@@ -174,7 +174,7 @@ class VLAgentChoices(list):
 def vlagent(inputs) -> list:
     """The registry entry: options ablation (stage), judge ("policy" or a model name),
     detectors (comma-separated backend names), min_models (M)."""
-    from envs.tools.text_llm import TextLLM
+    from policies.text_lm import TextLM
 
     opts = inputs.options
     detectors = opts.get("detectors") or CPU_DETECTORS
@@ -185,11 +185,11 @@ def vlagent(inputs) -> list:
     if STAGES.index(settings.stage) >= STAGES.index("caption"):
         name = opts.get("judge", "policy")
         if name == "policy":  # the policy judges, adapter included
-            judge = TextLLM("policy", short_tokens=8)
+            judge = TextLM("policy", short_tokens=8)
             judge.model, judge.tokenizer = inputs.policy.generator.model, inputs.policy.tokenizer
             judge.tokenizer.padding_side = "left"
         else:
-            judge = TextLLM(name, short_tokens=8)
+            judge = TextLM(name, short_tokens=8)
     choices, runner = answer(inputs.rows, inputs.programs, inputs.executor, settings, judge=judge)
     out = VLAgentChoices(choices)
     out.executor, out.settings = runner, settings

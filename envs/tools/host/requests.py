@@ -7,11 +7,10 @@ image cache that every other worker's requests read).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
-from envs.tools.api import _digest
+from envs.common.images import image_digest
+from envs.common.lru import LRU
 from envs.tools.backend import View
 from envs.tools.host_client import METHODS
 
@@ -26,26 +25,7 @@ class NeedImage(Exception):
     """The host does not hold this image (any more): the client resends its pixels."""
 
 
-class ImageStore:
-    """Full images by digest, least recently used dropped first."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.images: OrderedDict = OrderedDict()
-
-    def put(self, digest: str, root: np.ndarray) -> None:
-        self.images[digest] = root
-        if len(self.images) > self.capacity:
-            self.images.popitem(last=False)
-
-    def get(self, digest: str):
-        root = self.images.get(digest)
-        if root is not None:
-            self.images.move_to_end(digest)
-        return root
-
-
-def parse_request(header: dict, blob: bytes, images: ImageStore, vision: bool = True):
+def parse_request(header: dict, blob: bytes, images: LRU, vision: bool = True):
     """(method, View or None, args tuple); raises ValueError/TypeError with the reason."""
     method = header.get("method")
     if method not in METHODS:
@@ -64,7 +44,7 @@ def parse_request(header: dict, blob: bytes, images: ImageStore, vision: bool = 
     return method, _view(header, blob, images), tuple(args)
 
 
-def _view(header: dict, blob: bytes, images: ImageStore) -> View:
+def _view(header: dict, blob: bytes, images: LRU) -> View:
     digest, shape, box = header.get("digest"), header.get("shape"), header.get("box")
     if not isinstance(digest, str):
         raise ValueError("missing image digest")
@@ -75,7 +55,7 @@ def _view(header: dict, blob: bytes, images: ImageStore) -> View:
         if len(blob) != shape[0] * shape[1] * 3:
             raise ValueError("image bytes do not match its shape")
         root = np.frombuffer(blob, dtype=np.uint8).reshape(shape)  # read-only view
-        if _digest(root) != digest:
+        if image_digest(root) != digest:
             raise ValueError("image digest does not match its pixels")
         images.put(digest, root)
     root = images.get(digest)

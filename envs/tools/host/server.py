@@ -4,7 +4,7 @@ Sandbox workers get only a socket (``Executor(backend=host.spec)``; see host_cli
 The host reads requests from every worker, waits ``batch_window_s`` for more to arrive
 (ViperGPT batches its GPU models the same way), groups them by method, and answers each
 group with one batched backend call when the backend offers ``batch_<method>(views,
-args_list)``.  Requests are validated in host_requests.py: workers may run hostile code.
+args_list)``.  Requests are validated in requests.py: workers may run hostile code.
 
     with ToolHost("hf", {"detector": "google/owlv2-base-patch16"}) as host, \\
             Executor(backend=host.spec) as ex:
@@ -21,12 +21,14 @@ import socket
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 
+from envs.common.lru import LRU
 from envs.tools.backend import Backend
+from envs.tools.host.requests import NeedImage, jsonable, parse_request
 from envs.tools.host_client import PREFIX, FrameReader, encode
-from envs.tools.host_requests import ImageStore, NeedImage, jsonable, parse_request
+from envs.tools.registry import get_backend
 from policies import DEFAULT_MODEL
+from policies.text_lm import TextLM
 
 DEFAULT_LLM = DEFAULT_MODEL
 
@@ -52,12 +54,10 @@ class ToolHost:
         self.backend: Backend | None = None
         if not local:
             if isinstance(backend, str):
-                from envs.tools.registry import get_backend
                 backend = get_backend(backend, **(backend_kwargs or {}))
             self.backend = backend
         if isinstance(llm, str):
-            from envs.tools.text_llm import TextLLM
-            llm = TextLLM(llm)
+            llm = TextLM(llm)
         self.llm = llm
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
@@ -66,9 +66,8 @@ class ToolHost:
             self._tmpdir = tempfile.mkdtemp(prefix="vprl-host-")  # 0700: only our uid
             socket_path = os.path.join(self._tmpdir, "tools.sock")
         self.socket_path = socket_path
-        self._cache: OrderedDict = OrderedDict()
-        self._cache_size = cache_size
-        self._images = ImageStore(image_cache)
+        self._cache = LRU(max_items=cache_size)  # (method, image, box, args) -> result
+        self._images = LRU(max_items=image_cache)  # digest -> full image
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._conns: set = set()
@@ -197,8 +196,7 @@ class ToolHost:
             key = (method, view.digest if view else None, view.box if view else None, args)
             if key in self._cache:
                 self.stats["cache_hits"] += 1
-                self._cache.move_to_end(key)
-                self._reply(conn, lock, rid, {"result": self._cache[key]})
+                self._reply(conn, lock, rid, {"result": self._cache.get(key)})
                 continue
             entry = groups.setdefault(method, {}).setdefault(key, (view, args, []))
             entry[2].append((conn, lock, rid))
@@ -208,9 +206,7 @@ class ToolHost:
                                      [calls[k][1] for k in keys])
             for key, (ok, value) in zip(keys, outcomes):
                 if ok:
-                    self._cache[key] = value
-                    if len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+                    self._cache.put(key, value)
                 body = {"result": value} if ok else {"error": value}
                 for conn, lock, rid in calls[key][2]:
                     self._reply(conn, lock, rid, dict(body))
@@ -290,7 +286,3 @@ def main(argv=None) -> int:
         pass
     host.close()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,3 @@
+from envs.tools.host.server import main
+
+raise SystemExit(main())
