@@ -111,9 +111,10 @@ def main(argv=None) -> int:
 
     by_q, by_form, by_family = defaultdict(list), defaultdict(list), defaultdict(list)
     for (i, prog), s in zip(programs, scores):
+        shape = form(prog)
         by_q[i].append(s)
-        by_form[form(prog)].append(s)
-        by_family[rows[i].get("family") or "-"].append((form(prog), s, "simple_query" in prog))
+        by_form[shape].append(s)
+        by_family[rows[i].get("family") or "-"].append((shape, s, "simple_query" in prog))
     n_q = len(by_q)
     solved = sum(max(v) > 0 for v in by_q.values())
     informative = sum(max(v) > min(v) for v in by_q.values())
