@@ -90,6 +90,18 @@ class ObjectiveConfig:
     replay_decay: Annotated[float, Range(gt=0, le=1)] = 0.5  # a replayed program's weight: reward x decay^age (iterations)
 
 
+@dataclass
+class SearchConfig:
+    """Program search where sampling found nothing (train/search.py, policies/mutation.py):
+    expert iteration's search step. Off by default: it changes what the update sees."""
+
+    enabled: bool = False
+    mutants_per_question: AtLeast1[int] = 16  # programs run per unsolved question (the shortest first)
+    depth: AtLeast1[int] = 4  # edits a mutant may be from a sampled program
+    beam: AtLeast1[int] = 64  # programs of one depth edited at the next (the shortest)
+    below: Annotated[float, Range(gt=0)] = 1.0  # a question is searched when its best sampled reward is below this
+
+
 # The one sampler config lives with the sampler (`policies` may not import `train`); its
 # fields' rules are stated here, where the rules live.
 GenerationConfig.__annotations__.update(
@@ -199,6 +211,7 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     weighting: WeightingConfig = field(default_factory=WeightingConfig)
     objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     early_stopping: EarlyStoppingConfig = field(default_factory=EarlyStoppingConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)

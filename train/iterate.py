@@ -167,7 +167,7 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     for ro, weight in zip(rollouts, weights):
         # A program that ended on its own is taught to end there (EOS); a truncated one is not.
         target = ro.completion_ids + ([eos] if ro.finished else [])
-        if ro.refined:  # teach the first prompt the corrected program; an unusable one weighs nothing
+        if ro.refined or ro.searched:  # teach the first prompt the corrected or found program; an unusable one weighs nothing
             corrected = loop.selfplay.training_completion(ro, ro.prompt_family, loop.tokenizer)
             target, weight = (corrected + [eos], weight) if corrected else (target, 0.0)
         examples.append(Example(ro.prompt_ids, target, weight))
@@ -181,7 +181,7 @@ def replay_candidates(rollouts: list, examples: list, iteration: int, transform)
     from train.replay import Replayed
 
     mine = [Replayed(tuple(e.prompt_ids), tuple(e.completion_ids), worth, iteration)
-            for ro, e in zip(rollouts, examples) if not (ro.refined and e.weight == 0)
+            for ro, e in zip(rollouts, examples) if not ((ro.refined or ro.searched) and e.weight == 0)
             and (worth := transform(ro.reward)) > 0]
     return gather_object(mine)
 
@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.selfplay import SelfPlay
     from train.tracking import Tracker, rollout_table
     from train.replay import ReplayBuffer
+    from train.search import search
     from train.update import NonFiniteLoss, configure_accelerator, reward_to_weight, run_update
 
     # ------------------------------------------------------------------ setup
@@ -333,6 +334,14 @@ def main(argv: list[str] | None = None) -> int:
             batch, rollouts, selfplay_metrics = sample_rollouts(loop, iteration)  # + rounds (dynamic sampling)
             t_rollout = time.time() - t0
 
+            # ---------------------------------------------------- search: mutants where sampling found nothing
+            t0, found = time.time(), []
+            if cfg.search.enabled:  # expert iteration: what search finds is taught beside the samples
+                found, search_stats = search(cfg.search, batch, rollouts, selfplay.families, executor, reward_set,
+                                             cfg.data.metric, cfg.seed + iteration)
+                selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
+            sampled, rollouts = rollouts, rollouts + found
+
             # ---------------------------------------------------- rewards -> weights (Eq. 8 / advantages) -> update
             t0 = time.time()
             taught = training_examples(loop, rollouts)  # one per rollout, with its weight
@@ -364,8 +373,8 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- log
             metrics = {"iteration": iteration, **probed}
-            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row], e.weight)
-                                                          for r, e in zip(rollouts, taught)]),
+            metrics.update(rollout_metrics(gather_object([RolloutRecord.of(r, batch[r.row], e.weight)  # the policy's own
+                                                          for r, e in zip(sampled, taught)]),
                                            reward_set.names, selfplay.names))
             metrics.update(loss_stats)
             metrics["loss/skipped_steps_total"] = skipped_steps

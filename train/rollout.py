@@ -26,6 +26,7 @@ class Rollout:
     reward: float | None = None
     prompt_family: str = ""  # the prompt family (few-shot pool) it was written in; rows' `family` is the question's
     refined: bool = False   # replaced by a self-refinement round
+    searched: bool = False  # found by program search (train/search.py), not sampled: the prompt is taught it
     accuracy: float | None = None  # the task metric against the label: logged, never trained on
 
 
