@@ -96,9 +96,11 @@ class SearchConfig:
     expert iteration's search step. Off by default: it changes what the update sees."""
 
     enabled: bool = False
-    mutants_per_question: AtLeast1[int] = 16  # programs run per unsolved question (the shortest first)
+    mutants_per_question: AtLeast1[int] = 256  # mutants made per unsolved question (the shortest); those reading it become forms
     depth: AtLeast1[int] = 4  # edits a mutant may be from a sampled program
     beam: AtLeast1[int] = 64  # programs of one depth edited at the next (the shortest)
+    forms: AtLeast1[int] = 8  # general forms (the question a slot) run on every searched question: the commonest
+    min_share: Annotated[float, Range(gt=0, le=1)] = 0.5  # a form is kept when it beats the samples on this share of them
     below: Annotated[float, Range(gt=0)] = 1.0  # a question is searched when its best sampled reward is below this
 
 

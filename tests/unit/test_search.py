@@ -1,0 +1,94 @@
+"""train/search.py: search runs where sampling found nothing, keeps only general forms (the
+question a slot) that beat the samples on enough of the searched questions (scored by the
+run's own reward, in the real sandbox), one program per question, and the update teaches
+the prompt what search found."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from envs.data.render import render
+from envs.data.scene import Obj, Scene
+from envs.execution import Executor
+from envs.prompts import get_family
+from envs.tools import open_backend
+from rewards.combine import RewardSet
+from train.config import Config, RewardSpec, SearchConfig
+from train.iterate import training_examples
+from train.rollout import Rollout
+from train.search import search
+
+FAMILY = get_family("viper_compact")
+PREFIX = FAMILY.program_prefix
+COUNTING = PREFIX + '\n    return str(len(image_patch.find("circle")))\n'
+RIGHT = PREFIX + '\n    return image_patch.simple_query("What color is the circle?")\n'
+WRONG_YES = PREFIX + '\n    return "yes"\n'
+
+
+@pytest.fixture(scope="module")
+def executor():
+    tools = open_backend("shapes-cv", {})
+    with Executor(workers=1, backend=tools.spec) as ex:
+        yield ex
+    tools.close()
+
+
+@pytest.fixture
+def rows():
+    image = render(Scene([Obj("circle", "red", "large", 60, 128), Obj("square", "blue", "small", 180, 60)]))
+    return [{"id": "a", "image": image, "question": "What color is the circle?", "answer": "red"},
+            {"id": "b", "image": image, "question": "How many circles are there?", "answer": "1"},
+            {"id": "c", "image": image, "question": "What shape is the blue object?", "answer": "square"},
+            {"id": "d", "image": image, "question": "Is there a green triangle?", "answer": "no"}]
+
+
+def rollout(row, program, reward, family="viper_compact"):
+    return Rollout(row, "", program[len(PREFIX):], program, prompt_ids=[5], completion_ids=[7], finished=True,
+                   result=None, reward=reward, prompt_family=family)
+
+
+def run(rows, rollouts, executor, methods_off=False, **cfg):
+    reward_set = RewardSet([RewardSpec("correctness")])
+    family = FAMILY if not methods_off else replace(FAMILY, api="")  # no function set: no point mutation
+    return search(SearchConfig(enabled=True, **cfg), rows, rollouts, {"viper_compact": family, "visprog":
+                  get_family("visprog")}, executor, reward_set, "gqa_accuracy", seed=0)
+
+
+def test_search_finds_a_general_form_sampling_missed_and_teaches_one_instance_per_question(rows, executor):
+    sampled = [rollout(0, COUNTING, 0.0), rollout(0, COUNTING, 0.0), rollout(1, COUNTING, 1.0),
+               rollout(2, COUNTING, 0.0), rollout(3, WRONG_YES, 0.0)]
+    found, stats = run(rows, sampled, executor)
+    assert stats["search/questions"] == 3  # question 1 was solved by a sample: not searched
+    assert stats["search/forms"] > stats["search/general_forms"] >= 1 and stats["search/tried"] > 0
+    assert sorted(ro.row for ro in found) == [0, 2, 3]  # one program per improved question
+    assert RIGHT in {ro.program for ro in found}
+    for ro in found:
+        assert ro.searched and not ro.refined and ro.reward == 1.0
+        assert ro.program.startswith(PREFIX) and PREFIX + ro.completion == ro.program
+        assert rows[ro.row]["question"] in ro.program  # a form reads its question
+
+
+def test_a_program_right_on_one_question_only_is_not_general(rows, executor):
+    """`return "no"` is right on question 3 alone: a form must win on min_share of the searched questions."""
+    sampled = [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0), rollout(3, WRONG_YES, 0.0)]
+    found, stats = run(rows, sampled, executor, min_share=1.0, methods_off=True)
+    assert found == [] and stats["search/general_forms"] == 0
+
+
+def test_nothing_is_searched_when_every_question_is_solved_or_its_family_writes_scripts(rows, executor):
+    found, stats = run(rows, [rollout(0, RIGHT, 1.0), rollout(1, COUNTING, 0.0, family="visprog")], executor)
+    assert found == [] and stats.get("search/questions", 0) == 0 and stats.get("search/tried", 0) == 0
+
+
+def test_the_update_teaches_the_prompt_the_program_search_found(rows, executor):
+    found, _ = run(rows, [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0)], executor)
+    cfg = Config()
+    tokenizer = SimpleNamespace(eos_token_id=2)
+    loop = SimpleNamespace(cfg=cfg, tokenizer=tokenizer, selfplay=SimpleNamespace(
+        training_completion=lambda ro, name, tok: [len(ro.program)]))  # stands for the tokenizer: ids by length
+    assert len(found) == 2
+    examples = training_examples(loop, [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0)] + found)
+    assert examples[0].weight == 0.0 and examples[0].completion_ids == [7, 2]  # the sample, as sampled
+    for ro, ex in zip(found, examples[2:], strict=True):
+        assert ex.weight == 1.0 and ex.completion_ids == [len(ro.program), 2]
