@@ -95,7 +95,7 @@ class SearchConfig:
     """Program search where sampling found nothing (train/search.py, policies/mutation.py):
     expert iteration's search step. Off by default: it changes what the update sees."""
 
-    enabled: bool = False
+    enabled: bool = False  # search the questions whose sampled programs all fell short, after each rollout
     mutants_per_question: AtLeast1[int] = 256  # mutants made per unsolved question (the shortest); those reading it become forms
     depth: AtLeast1[int] = 4  # edits a mutant may be from a sampled program
     beam: AtLeast1[int] = 64  # programs of one depth edited at the next (the shortest)
