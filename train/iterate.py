@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             t0, found = time.time(), []
             if cfg.search.enabled:  # expert iteration: what search finds is taught beside the samples
                 found, search_stats = search(cfg.search, batch, rollouts, selfplay.families, executor, reward_set,
-                                             cfg.data.metric, cfg.seed + iteration)
+                                             cfg.data.metric, cfg.seed + iteration, gather=gather_object)
                 selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
             sampled, rollouts = rollouts, rollouts + found
 

@@ -45,18 +45,21 @@ def instance(form: str, question: str) -> str:
 
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
-           metric: str | None, seed: int) -> tuple[list[Rollout], dict]:
+           metric: str | None, seed: int, gather=None) -> tuple[list[Rollout], dict]:
     """Rollouts for the instances of the general forms search found, and stats.
 
     `families` maps a prompt-family name to its PromptFamily; script families (a `stop`
-    rule: not Python) are not searched."""
+    rule: not Python) are not searched. `gather` (accelerate's `gather_object`) joins the
+    ranks' forms and wins, so every world size chooses the same forms; the stats are the
+    whole run's."""
+    gather = gather or list
     groups: dict = defaultdict(list)
     for ro in rollouts:
         family = families.get(ro.prompt_family)
         if family is not None and family.stop is None and not ro.searched:
             groups[(ro.prompt_family, ro.row)].append(ro)
     kept, stats = [], Counter()
-    for name in sorted({key[0] for key in groups}):
+    for name in sorted(n for n, f in families.items() if f.stop is None):  # alike on every rank
         family = families[name]
         todo = {}  # row -> (a rollout of it, its best sampled reward)
         for (fam, row), group in groups.items():
@@ -71,6 +74,8 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
                             depth=cfg.depth, methods=api_methods(family.api), terminals=(question,), beam=cfg.beam)
             forms.update({form for p in found if p.startswith(family.program_prefix)
                           and (form := lift(p, question)) is not None})
+        forms = sum((Counter(c) for c in gather([dict(forms)])), Counter())
+        searched = sum(gather([len(todo)]))
         chosen = [form for form, _ in sorted(forms.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][: cfg.forms]
         pairs = [(form, row) for form in chosen for row in sorted(todo)]
         programs = [instance(form, rows[row]["question"]) for form, row in pairs]
@@ -81,7 +86,8 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             best = todo[row][1]
             if sc.reward is not None and (best is None or sc.reward > best):
                 wins[form].append((row, program, sc))
-        general = [form for form in chosen if len(wins[form]) >= max(1, cfg.min_share * len(todo))]
+        won = sum((Counter(c) for c in gather([{form: len(w) for form, w in wins.items()}])), Counter())
+        general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)]
         taught = {}  # row -> its one searched program: the instance of the best general form that wins there
         for form in sorted(general, key=lambda f: (-len(wins[f]), len(f))):
             for row, program, sc in wins[form]:
@@ -90,8 +96,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             ro = rescored(todo[row][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
-        stats.update({"search/questions": len(todo), "search/forms": len(forms), "search/tried": len(programs),
-                      "search/general_forms": len(general)})
-    stats["search/kept"] = len(kept)
-    stats["search/questions_improved"] = len({(ro.prompt_family, ro.row) for ro in kept})
+        stats.update({"search/questions": searched, "search/forms": len(forms),
+                      "search/tried": sum(gather([len(programs)])), "search/general_forms": len(general)})
+    stats["search/kept"] = sum(gather([len(kept)]))  # one per improved question
     return kept, dict(stats)

@@ -92,3 +92,41 @@ def test_the_update_teaches_the_prompt_the_program_search_found(rows, executor):
     assert examples[0].weight == 0.0 and examples[0].completion_ids == [7, 2]  # the sample, as sampled
     for ro, ex in zip(found, examples[2:], strict=True):
         assert ex.weight == 1.0 and ex.completion_ids == [len(ro.program), 2]
+
+
+def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
+    """Each rank searches its own questions; the gathered forms and wins make the choice (threads stand in for ranks)."""
+    import threading
+
+    sampled = [rollout(0, COUNTING, 0.0), rollout(1, COUNTING, 0.0), rollout(2, COUNTING, 0.0),
+               rollout(3, WRONG_YES, 0.0)]
+    alone, alone_stats = run(rows, sampled, executor)
+    barrier, slots, out = threading.Barrier(2), [None, None], [None, None]
+
+    def gather_for(rank):
+        def gather(items):
+            slots[rank] = list(items)
+            barrier.wait()
+            joined = slots[0] + slots[1]
+            barrier.wait()
+            return joined
+        return gather
+
+    def rank(r):
+        mine = [rows[i] for i in (r, r + 2)]  # rank r holds questions r and r + 2, as its batch rows 0 and 1
+        local = [replace(ro, row=ro.row // 2) for ro in sampled if ro.row % 2 == r]
+        tools = open_backend("shapes-cv", {})
+        with Executor(workers=1, backend=tools.spec) as ex:
+            out[r] = search(SearchConfig(enabled=True), mine, local, {"viper_compact": FAMILY}, ex,
+                            RewardSet([RewardSpec("correctness")]), "gqa_accuracy", seed=0, gather=gather_for(r))
+        tools.close()
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert out[0] is not None and out[1] is not None
+    together = {ro.program for r in (0, 1) for ro in out[r][0]}
+    assert together == {ro.program for ro in alone} and together
+    assert out[0][1] == out[1][1] == alone_stats
