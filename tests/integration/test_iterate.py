@@ -161,3 +161,18 @@ def test_a_short_run_can_publish_its_last_adapter(run_iterate, tmp_path):
     assert "final rollout pass" in best["why"]
     assert _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/iter_000"))
     assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
+
+
+def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
+    """search.enabled: the questions whose programs all failed are searched; the general form
+    found there (simple_query of the question, which the helper reward pays) is taught beside
+    the samples, and the sampled metrics count only the policy's own programs."""
+    proc = run_iterate("run_name=search", "iterations=1", "rewards=[tests.helpers.asks_the_question:reward]",
+                       "search.enabled=true", "generation.max_new_tokens=64", "eval_questions=0",
+                       "tracking.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics,) = _metrics(tmp_path / "runs" / "search")
+    assert metrics["rollout/samples"] == 6 and metrics["rollout/weighted_samples"] == 0
+    assert metrics["search/questions"] == 3 and metrics["search/general_forms"] >= 1
+    assert metrics["search/kept"] >= 2 and metrics["time/search"] > 0
+    assert metrics["loss/steps"] >= 1  # only what search found carried weight
