@@ -3,8 +3,9 @@
     accelerate launch train/iterate.py --config configs/shapes_rwr_cpu.yaml [key=value ...]
 
 Reads top to bottom: setup, the starting policy's held-out evaluation (the curve's base
-point), then per iteration rollout → reward → weights → update → evaluate (→ probe) →
-log/checkpoint/stop, then the final scoring of the last adapter and `best/`.
+point), then per iteration rollout → reward (→ program search where sampling found
+nothing) → weights → update → evaluate (→ probe) → log/checkpoint/stop, then the final
+scoring of the last adapter and `best/`.
 Each rank samples its own shard of the questions and executes its own programs; the
 update, the few-shot pools and the metrics are global.
 """
