@@ -61,6 +61,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
     kept, stats = [], Counter()
     for name in sorted(n for n, f in families.items() if f.stop is None):  # alike on every rank
         family = families[name]
+        methods = api_methods(family.api)  # the function set of point mutation, once per family
         todo = {}  # row -> (a rollout of it, its best sampled reward)
         for (fam, row), group in groups.items():
             best = max((ro.reward for ro in group if ro.reward is not None), default=None)
@@ -71,7 +72,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             question = rows[row]["question"]
             rng = random.Random(f"{seed}:{name}:{question}:{rows[row].get('id')}")
             found = mutants([r.program for r in groups[(name, row)]], cfg.mutants_per_question, rng,
-                            depth=cfg.depth, methods=api_methods(family.api), terminals=(question,), beam=cfg.beam)
+                            depth=cfg.depth, methods=methods, terminals=(question,), beam=cfg.beam)
             forms.update({form for p in found if p.startswith(family.program_prefix)
                           and (form := lift(p, question)) is not None})
         forms = sum((Counter(c) for c in gather([dict(forms)])), Counter())
@@ -89,7 +90,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         won = sum((Counter(c) for c in gather([{form: len(w) for form, w in wins.items()}])), Counter())
         general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)]
         taught = {}  # row -> its one searched program: the instance of the best general form that wins there
-        for form in sorted(general, key=lambda f: (-len(wins[f]), len(f))):
+        for form in sorted(general, key=lambda f: (-won[f], len(f))):  # the run's wins (ties: chosen order): alike on every rank
             for row, program, sc in wins[form]:
                 taught.setdefault(row, (program, sc))
         for row, (program, sc) in sorted(taught.items()):
