@@ -208,9 +208,20 @@ def _prune(fn: ast.FunctionDef) -> None:
             break
 
 
+def literal(text: str) -> str:
+    """`text` as a Python string literal the policy can copy character for character.
+
+    Double quotes, as policies write them (ast.unparse would single-quote every string, a
+    style the policy would then be taught). A text holding double quotes and no single
+    ones is single-quoted instead: escaping is a skill the policy may not have (the
+    embedded model ends the literal at the text's first quote), and copying is not."""
+    if '"' in text and "'" not in text and "\\" not in text and text.isprintable():
+        return "'" + text + "'"
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _source(tree: ast.Module) -> str | None:
-    """The tree as text, with strings in double quotes as policies write them (ast.unparse
-    would single-quote them, a style the policy would then be taught)."""
+    """The tree as text, its strings written by `literal`."""
     tree = copy.deepcopy(tree)
     strings = []
     for node in ast.walk(tree):
@@ -227,7 +238,7 @@ def _source(tree: ast.Module) -> str | None:
     try:
         text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
         for k in reversed(range(len(strings))):  # reversed: string_1 is not a prefix of string_10's hole
-            text = text.replace(f"__vprl_string_{k}__", json.dumps(strings[k], ensure_ascii=False))
+            text = text.replace(f"__vprl_string_{k}__", literal(strings[k]))
         ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None

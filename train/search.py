@@ -27,7 +27,7 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import replace
 
-from policies.mutation import api_methods, mutants
+from policies.mutation import api_methods, literal, mutants
 from rewards.combine import execute_and_score
 from train.rollout import Rollout, rescored
 
@@ -36,12 +36,14 @@ SLOT = "__vprl_question__"
 
 def lift(program: str, question: str) -> str | None:
     """The program's form: the question, where it is a string of the program, made a slot."""
-    quoted = json.dumps(question, ensure_ascii=False)
-    return program.replace(quoted, SLOT) if quoted in program else None
+    for quoted in dict.fromkeys((literal(question), json.dumps(question, ensure_ascii=False))):
+        if quoted in program:
+            return program.replace(quoted, SLOT)
+    return None
 
 
 def instance(form: str, question: str) -> str:
-    return form.replace(SLOT, json.dumps(question, ensure_ascii=False))
+    return form.replace(SLOT, literal(question))
 
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,

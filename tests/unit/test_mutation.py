@@ -6,7 +6,7 @@ import ast
 import random
 
 from envs.prompts import get_family
-from policies.mutation import api_methods, mutants
+from policies.mutation import api_methods, literal, mutants
 
 FIRST = "def execute_command(image):\n    image_patch = ImagePatch(image)\n"
 METHODS = {"find": 1, "exists": 1, "verify_property": 2, "simple_query": 1}
@@ -98,3 +98,18 @@ def test_same_rng_same_mutants_and_broken_seeds_have_none():
 def test_api_methods_reads_the_prompts_function_set():
     assert api_methods(get_family("viper_compact").api) == METHODS
     assert api_methods("not python (") == {}
+
+
+def test_a_text_holding_double_quotes_is_written_to_be_copied_not_escaped():
+    """The embedded policy ends a literal at its text's first double quote: a question that
+    holds double quotes (and no single ones) is single-quoted so a program copies it as is."""
+    quoted = 'Verify image matches text="There is a red circle."'
+    for text, expected in [("What color is the circle?", '"What color is the circle?"'),
+                           (quoted, "'" + quoted + "'"),
+                           ('it\'s "x"', '"it\'s \\"x\\""'),  # both quotes: escaped, double-quoted
+                           ('a\\b "c"', '"a\\\\b \\"c\\""'), ('tab\t"x"', '"tab\\t\\"x\\""')]:
+        assert literal(text) == expected
+        assert ast.literal_eval(literal(text)) == text
+    seed = FIRST + '    return image_patch.simple_query("Verify image matches text=")\n'
+    found = {body(m) for m in all_mutants(seed, depth=1, terminals=(quoted,))}
+    assert f"    return image_patch.simple_query('{quoted}')\n" in found

@@ -17,7 +17,7 @@ from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
 from train.iterate import training_examples
 from train.rollout import Rollout
-from train.search import search
+from train.search import instance, lift, search
 
 FAMILY = get_family("viper_compact")
 PREFIX = FAMILY.program_prefix
@@ -67,6 +67,24 @@ def test_search_finds_a_general_form_sampling_missed_and_teaches_one_instance_pe
         assert ro.searched and not ro.refined and ro.reward == 1.0
         assert ro.program.startswith(PREFIX) and PREFIX + ro.completion == ro.program
         assert rows[ro.row]["question"] in ro.program  # a form reads its question
+
+
+def test_a_question_holding_double_quotes_is_taught_in_a_literal_copied_as_is(rows, executor):
+    """The sampled program ends its literal at the question's first quote (as the embedded
+    policy did on every image-text question); search teaches the form with the question
+    single-quoted, so the policy copies it instead of escaping it, and reads it back as a form
+    either way."""
+    match = 'Verify image matches text="There is a red circle."'
+    rows = rows + [{"id": "e", "image": rows[0]["image"], "question": match, "answer": "yes"}]
+    truncated = PREFIX + '\n    return image_patch.simple_query("Verify image matches text=")\n'
+    found, _ = run(rows, [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0), rollout(4, truncated, 0.0)],
+                   executor)
+    taught = {ro.row: ro.program for ro in found}
+    assert taught[4] == PREFIX + f"\n    return image_patch.simple_query('{match}')\n"
+    form = lift(taught[4], match)
+    assert form is not None and instance(form, match) == taught[4]
+    assert lift(taught[4].replace(f"'{match}'", '"Verify image matches text=\\"There is a red circle.\\""'),
+                match) == form  # the escaped spelling is the same form
 
 
 def test_a_program_right_on_one_question_only_is_not_general(rows, executor):
