@@ -15,6 +15,11 @@ at least `search.min_share` of them. On each question the best such form (the mo
 then the shortest) that beats the samples there gives one rollout (`searched=True`); the prompt is taught them, as a refined
 program's is, and the objective weighs them like any rollout of their question.
 
+With `search.teach_solved`, the kept forms are also taught on the questions a sample
+solved, where they do as well as the best sample: a yes/no question is often solved by
+chance (a program asking a fixed string), and the update would otherwise reinforce the
+lucky program there and never the general one.
+
 No label enters the search itself: forms are chosen by the run's own reward, so a
 label-free reward stays label-free. The draw depends on the questions, not on the rank
 holding them.
@@ -44,6 +49,27 @@ def lift(program: str, question: str) -> str | None:
 
 def instance(form: str, question: str) -> str:
     return form.replace(SLOT, literal(question))
+
+
+def _solved(general, won, rows, groups, name, todo, executor, reward_set, metric) -> dict:
+    """The kept forms on the questions a sample solved: a solved yes/no question is often
+    solved by chance (a program asking a fixed string is right half the time), and the
+    update would reinforce that program there. Each such question whose best sample the
+    form matches gets the best form's instance, unless the policy sampled it already."""
+    solved = sorted(row for (fam, row) in groups if fam == name and row not in todo)
+    order = sorted(general, key=lambda f: (-won[f], len(f)))
+    pairs = [(form, row) for form in order for row in solved]
+    programs = [instance(form, rows[row]["question"]) for form, row in pairs]
+    scored = execute_and_score([rows[row] for _, row in pairs], [""] * len(programs), programs, executor,
+                               reward_set, metric=metric) if programs else []
+    taught = {}
+    for (form, row), program, sc in zip(pairs, programs, scored):
+        group = groups[(name, row)]
+        best = max(ro.reward for ro in group if ro.reward is not None)
+        if row not in taught and sc.reward is not None and sc.reward >= best \
+                and program not in {ro.program for ro in group}:
+            taught[row] = (program, sc)
+    return taught
 
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
@@ -95,8 +121,13 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         for form in sorted(general, key=lambda f: (-won[f], len(f))):  # the run's wins (ties: chosen order): alike on every rank
             for row, program, sc in wins[form]:
                 taught.setdefault(row, (program, sc))
+        if cfg.teach_solved and general:
+            solved = _solved(general, won, rows, groups, name, todo, executor, reward_set, metric)
+            taught.update(solved)
+            stats["search/taught_solved"] += sum(gather([len(solved)]))
         for row, (program, sc) in sorted(taught.items()):
-            ro = rescored(todo[row][0], program, sc, rows[row], metric)
+            first = todo[row][0] if row in todo else groups[(name, row)][0]
+            ro = rescored(first, program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
         stats.update({"search/questions": searched, "search/forms": len(forms),

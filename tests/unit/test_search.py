@@ -87,6 +87,23 @@ def test_a_question_holding_double_quotes_is_taught_in_a_literal_copied_as_is(ro
                 match) == form  # the escaped spelling is the same form
 
 
+def test_teach_solved_teaches_a_kept_form_where_a_sample_was_right_by_chance(rows, executor):
+    """`return "no"` solves question 3 by chance; with `teach_solved` the kept form is taught
+    there too (as well as the lucky program does), and never where the policy already samples it."""
+    lucky = PREFIX + '\n    return "no"\n'
+    sampled = [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0), rollout(3, lucky, 1.0), rollout(1, COUNTING, 1.0)]
+    found, stats = run(rows, sampled, executor)
+    assert sorted(ro.row for ro in found) == [0, 2] and "search/taught_solved" not in stats
+    found, stats = run(rows, sampled, executor, teach_solved=True)
+    taught = {ro.row: ro for ro in found}
+    assert sorted(taught) == [0, 1, 2, 3] and stats["search/taught_solved"] == 2
+    for row in (1, 3):
+        assert taught[row].searched and taught[row].reward == 1.0
+        assert rows[row]["question"] in taught[row].program and taught[row].program != lucky
+    again = sampled + [rollout(3, taught[3].program, 1.0)]
+    assert 3 not in {ro.row for ro in run(rows, again, executor, teach_solved=True)[0]}
+
+
 def test_a_program_right_on_one_question_only_is_not_general(rows, executor):
     """`return "no"` is right on question 3 alone: a form must win on min_share of the searched questions."""
     sampled = [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0), rollout(3, WRONG_YES, 0.0)]
