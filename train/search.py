@@ -51,23 +51,27 @@ def instance(form: str, question: str) -> str:
     return form.replace(SLOT, literal(question))
 
 
-def _solved(general, won, rows, groups, name, todo, executor, reward_set, metric) -> dict:
-    """The kept forms on the questions a sample solved: a solved yes/no question is often
-    solved by chance (a program asking a fixed string is right half the time), and the
-    update would reinforce that program there. Each such question whose best sample the
-    form matches gets the best form's instance, unless the policy sampled it already."""
-    solved = sorted(row for (fam, row) in groups if fam == name and row not in todo)
-    order = sorted(general, key=lambda f: (-won[f], len(f)))
-    pairs = [(form, row) for form in order for row in solved]
+def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, reward_set, metric) -> list[tuple]:
+    """(form, row, program, scored) for each form's instance on each target question."""
+    pairs = [(form, row) for form in forms for row in targets]
     programs = [instance(form, rows[row]["question"]) for form, row in pairs]
     scored = execute_and_score([rows[row] for _, row in pairs], [""] * len(programs), programs, executor,
                                reward_set, metric=metric) if programs else []
+    return [(form, row, program, sc) for (form, row), program, sc in zip(pairs, programs, scored)]
+
+
+def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> dict:
+    """The kept forms (`ranked`: best first) on the questions a sample solved: a solved
+    yes/no question is often solved by chance (a program asking a fixed string is right
+    half the time), and the update would reinforce that program there. Each such question
+    whose best sample a form matches gets the best such form's instance, unless the policy
+    sampled it already."""
+    solved = sorted(row for (fam, row) in groups if fam == name and row not in todo)
+    best = {row: max(ro.reward for ro in groups[(name, row)] if ro.reward is not None) for row in solved}
+    sampled = {row: {ro.program for ro in groups[(name, row)]} for row in solved}
     taught = {}
-    for (form, row), program, sc in zip(pairs, programs, scored):
-        group = groups[(name, row)]
-        best = max(ro.reward for ro in group if ro.reward is not None)
-        if row not in taught and sc.reward is not None and sc.reward >= best \
-                and program not in {ro.program for ro in group}:
+    for _, row, program, sc in _tried(ranked, solved, rows, executor, reward_set, metric):
+        if row not in taught and sc.reward is not None and sc.reward >= best[row] and program not in sampled[row]:
             taught[row] = (program, sc)
     return taught
 
@@ -90,13 +94,13 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
     for name in sorted(n for n, f in families.items() if f.stop is None):  # alike on every rank
         family = families[name]
         methods = api_methods(family.api)  # the function set of point mutation, once per family
-        todo = {}  # row -> (a rollout of it, its best sampled reward)
+        todo = {}  # row -> its best sampled reward
         for (fam, row), group in groups.items():
             best = max((ro.reward for ro in group if ro.reward is not None), default=None)
             if fam == name and (best is None or best < cfg.below):
-                todo[row] = (group[0], best)
+                todo[row] = best
         forms: Counter = Counter()  # form -> how many searched questions it came from
-        for row, (ro, _) in sorted(todo.items()):
+        for row in sorted(todo):
             question = rows[row]["question"]
             rng = random.Random(f"{seed}:{name}:{question}:{rows[row].get('id')}")
             found = mutants([r.program for r in groups[(name, row)]], cfg.mutants_per_question, rng,
@@ -106,31 +110,27 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         forms = sum((Counter(c) for c in gather([dict(forms)])), Counter())
         searched = sum(gather([len(todo)]))
         chosen = [form for form, _ in sorted(forms.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][: cfg.forms]
-        pairs = [(form, row) for form in chosen for row in sorted(todo)]
-        programs = [instance(form, rows[row]["question"]) for form, row in pairs]
-        scored = execute_and_score([rows[row] for _, row in pairs], [""] * len(programs), programs, executor,
-                                   reward_set, metric=metric) if programs else []
+        tried = _tried(chosen, sorted(todo), rows, executor, reward_set, metric)
         wins = defaultdict(list)  # form -> its instances that beat their question's samples
-        for (form, row), program, sc in zip(pairs, programs, scored):
-            best = todo[row][1]
-            if sc.reward is not None and (best is None or sc.reward > best):
+        for form, row, program, sc in tried:
+            if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
                 wins[form].append((row, program, sc))
         won = sum((Counter(c) for c in gather([{form: len(w) for form, w in wins.items()}])), Counter())
         general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)]
         taught = {}  # row -> its one searched program: the instance of the best general form that wins there
-        for form in sorted(general, key=lambda f: (-won[f], len(f))):  # the run's wins (ties: chosen order): alike on every rank
+        ranked = sorted(general, key=lambda f: (-won[f], len(f)))  # the run's wins (ties: chosen order): alike on every rank
+        for form in ranked:
             for row, program, sc in wins[form]:
                 taught.setdefault(row, (program, sc))
         if cfg.teach_solved and general:
-            solved = _solved(general, won, rows, groups, name, todo, executor, reward_set, metric)
+            solved = _solved(ranked, rows, groups, name, todo, executor, reward_set, metric)
             taught.update(solved)
             stats["search/taught_solved"] += sum(gather([len(solved)]))
         for row, (program, sc) in sorted(taught.items()):
-            first = todo[row][0] if row in todo else groups[(name, row)][0]
-            ro = rescored(first, program, sc, rows[row], metric)
+            ro = rescored(groups[(name, row)][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
         stats.update({"search/questions": searched, "search/forms": len(forms),
-                      "search/tried": sum(gather([len(programs)])), "search/general_forms": len(general)})
+                      "search/tried": sum(gather([len(tried)])), "search/general_forms": len(general)})
     stats["search/kept"] = sum(gather([len(kept)]))  # one per improved question
     return kept, dict(stats)
