@@ -210,6 +210,7 @@ class Resumed:
     stopped: bool = False       # the checkpointed run had already stopped early
     skipped_steps: int = 0      # optimizer steps skipped so far for a non-finite loss
     replay: list = field(default_factory=list)  # the replay buffer's programs (train.replay)
+    search_library: dict = field(default_factory=dict)  # search's remembered forms per family (train.search)
 
 
 def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, save_config) -> Resumed:
@@ -247,7 +248,8 @@ def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, 
     accelerator.print(f"resuming {run_dir} after iteration {done[-1]}")
     stopped = bool(last["state"].get("stopped"))
     return Resumed(cfg.iterations if stopped else done[-1] + 1, last["state"].get("wandb_id"), stopped,
-                   last["state"].get("skipped_steps", 0), last["state"].get("replay", []))
+                   last["state"].get("skipped_steps", 0), last["state"].get("replay", []),
+                   last["state"].get("search_library", {}))
 
 
 def rebuild_metrics(run_dir: Path, iterations: list[int]) -> None:

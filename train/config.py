@@ -103,6 +103,7 @@ class SearchConfig:
     min_share: Annotated[float, Range(gt=0, le=1)] = 0.5  # a form is kept when it beats the samples on this share of them
     below: Annotated[float, Range(gt=0)] = 1.0  # a question is searched when its best sampled reward is below this
     teach_solved: bool = False  # teach a kept form on the solved questions too, where it does as well as their best sample
+    library: NonNegative[int] = 0  # kept forms remembered across iterations (newest first) and tried again; 0: forgotten
 
 
 # The one sampler config lives with the sampler (`policies` may not import `train`); its

@@ -305,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         return ending.stop(e, None)
     stopped, skipped_steps = resumed.stopped, resumed.skipped_steps
     replay = ReplayBuffer(cfg.objective.replay_capacity, cfg.objective.replay_decay, resumed.replay)
+    library = resumed.search_library  # search's remembered forms (search.library), per prompt family
     shaped = functools.partial(reward_to_weight, transform=cfg.weighting.transform,  # what a replayed program weighs
                                threshold=cfg.weighting.threshold)
     final_pass = None  # the last adapter's scoring pass, when the monitor is the rollout reward
@@ -339,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             t0, found = time.time(), []
             if cfg.search.enabled:  # expert iteration: what search finds is taught beside the samples
                 found, search_stats = search(cfg.search, batch, rollouts, selfplay.families, executor, reward_set,
-                                             cfg.data.metric, cfg.seed + iteration, gather=gather_object)
+                                             cfg.data.metric, cfg.seed + iteration, gather=gather_object,
+                                             library=library)
                 selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
             sampled, rollouts = rollouts, rollouts + found
 
@@ -398,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- checkpoint, stop
             state = {"early_stopping": stopper.state_dict(), "wandb_id": tracker.run_id, "stopped": stopped,
-                     "skipped_steps": skipped_steps, "replay": replay.to_json()}
+                     "skipped_steps": skipped_steps, "replay": replay.to_json(),
+                     "search_library": library}
             with preemption.saving():
                 ckpt.save_iteration(run_dir, iteration, policy, metrics, state, selfplay.to_json(),
                                     accelerator=accelerator, weights=weights)

@@ -20,6 +20,14 @@ solved, where they do as well as the best sample: a yes/no question is often sol
 chance (a program asking a fixed string), and the update would otherwise reinforce the
 lucky program there and never the general one.
 
+With `search.library`, the forms kept in an iteration are remembered (the newest first, at
+most `library` of them) and tried again on later iterations' questions, as expert iteration's
+apprentice and DreamCoder's library keep what search found: a remembered form is taught
+wherever it beats the samples, without winning on `min_share` again. Late in a run the
+questions still searched are mostly ones the remembered forms fail too, so without it
+search keeps nothing, and `teach_solved` has nothing to teach, while the policy still
+writes a lucky fixed-string program on some of the questions a form would solve.
+
 No label enters the search itself: forms are chosen by the run's own reward, so a
 label-free reward stays label-free. The draw depends on the questions, not on the rank
 holding them.
@@ -77,14 +85,16 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
 
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
-           metric: str | None, seed: int, gather=None) -> tuple[list[Rollout], dict]:
+           metric: str | None, seed: int, gather=None, library: dict | None = None) -> tuple[list[Rollout], dict]:
     """Rollouts for the instances of the general forms search found, and stats.
 
     `families` maps a prompt-family name to its PromptFamily; script families (a `stop`
     rule: not Python) are not searched. `gather` (accelerate's `gather_object`) joins the
     ranks' forms and wins, so every world size chooses the same forms; the stats are the
-    whole run's."""
+    whole run's. `library` (family name -> forms, newest first) is the run's remembered
+    forms: read, and updated in place when `cfg.library` > 0; it is alike on every rank."""
     gather = gather or list
+    library = library if library is not None else {}
     groups: dict = defaultdict(list)
     for ro in rollouts:
         family = families.get(ro.prompt_family)
@@ -110,26 +120,33 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         forms = sum((Counter(c) for c in gather([dict(forms)])), Counter())
         searched = sum(gather([len(todo)]))
         chosen = [form for form, _ in sorted(forms.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][: cfg.forms]
+        remembered = library.get(name, [])[: cfg.library]  # proved general earlier: one win here is enough
+        chosen += [form for form in remembered if form not in chosen]
         tried = _tried(chosen, sorted(todo), rows, executor, reward_set, metric)
         wins = defaultdict(list)  # form -> its instances that beat their question's samples
         for form, row, program, sc in tried:
             if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
                 wins[form].append((row, program, sc))
         won = sum((Counter(c) for c in gather([{form: len(w) for form, w in wins.items()}])), Counter())
-        general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)]
+        general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)
+                   or (form in remembered and won[form] >= 1)]
         taught = {}  # row -> its one searched program: the instance of the best general form that wins there
         ranked = sorted(general, key=lambda f: (-won[f], len(f)))  # the run's wins (ties: chosen order): alike on every rank
         for form in ranked:
             for row, program, sc in wins[form]:
                 taught.setdefault(row, (program, sc))
-        if cfg.teach_solved and general:
-            solved = _solved(ranked, rows, groups, name, todo, executor, reward_set, metric)
+        usable = ranked + [form for form in remembered if form not in ranked]
+        if cfg.teach_solved and usable:
+            solved = _solved(usable, rows, groups, name, todo, executor, reward_set, metric)
             taught.update(solved)
             stats["search/taught_solved"] += sum(gather([len(solved)]))
         for row, (program, sc) in sorted(taught.items()):
             ro = rescored(groups[(name, row)][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
+        if cfg.library:  # this iteration's general forms first; the oldest remembered fall off
+            library[name] = list(dict.fromkeys(general + library.get(name, [])))[: cfg.library]
+            stats["search/library"] = len(library[name])
         stats.update({"search/questions": searched, "search/forms": len(forms),
                       "search/tried": sum(gather([len(tried)])), "search/general_forms": len(general)})
     stats["search/kept"] = sum(gather([len(kept)]))  # one per improved question

@@ -166,9 +166,10 @@ def test_a_short_run_can_publish_its_last_adapter(run_iterate, tmp_path):
 def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
     """search.enabled: the questions whose programs all failed are searched; the general form
     found there (simple_query of the question, which the helper reward pays) is taught beside
-    the samples, and the sampled metrics count only the policy's own programs."""
+    the samples, and the sampled metrics count only the policy's own programs. With
+    search.library the kept forms are checkpointed, for the next iteration and a resume."""
     proc = run_iterate("run_name=search", "iterations=1", "rewards=[tests.helpers.asks_the_question:reward]",
-                       "search.enabled=true", "generation.max_new_tokens=64", "eval_questions=0",
+                       "search.enabled=true", "search.library=4", "generation.max_new_tokens=64", "eval_questions=0",
                        "tracking.mode=disabled")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (metrics,) = _metrics(tmp_path / "runs" / "search")
@@ -176,3 +177,6 @@ def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
     assert metrics["search/questions"] == 3 and metrics["search/general_forms"] >= 1
     assert metrics["search/kept"] >= 2 and metrics["time/search"] > 0
     assert metrics["loss/steps"] >= 1  # only what search found carried weight
+    state = json.loads((tmp_path / "runs" / "search" / "iterations" / "iter_000" / "state.json").read_text())
+    assert 1 <= len(state["search_library"]["viper_compact"]) == metrics["search/library"] <= 4
+    assert all("__vprl_question__" in form for form in state["search_library"]["viper_compact"])

@@ -48,11 +48,12 @@ def rollout(row, program, reward, family="viper_compact"):
                    result=None, reward=reward, prompt_family=family)
 
 
-def run(rows, rollouts, executor, methods_off=False, **cfg):
+def run(rows, rollouts, executor, methods_off=False, library=None, library_size=0, **cfg):
     reward_set = RewardSet([RewardSpec("correctness")])
     family = FAMILY if not methods_off else replace(FAMILY, api="")  # no function set: no point mutation
-    return search(SearchConfig(enabled=True, **cfg), rows, rollouts, {"viper_compact": family, "visprog":
-                  get_family("visprog")}, executor, reward_set, "gqa_accuracy", seed=0)
+    return search(SearchConfig(enabled=True, library=library_size, **cfg), rows, rollouts,
+                  {"viper_compact": family, "visprog": get_family("visprog")}, executor, reward_set,
+                  "gqa_accuracy", seed=0, library=library)
 
 
 def test_search_finds_a_general_form_sampling_missed_and_teaches_one_instance_per_question(rows, executor):
@@ -102,6 +103,30 @@ def test_teach_solved_teaches_a_kept_form_where_a_sample_was_right_by_chance(row
         assert rows[row]["question"] in taught[row].program and taught[row].program != lucky
     again = sampled + [rollout(3, taught[3].program, 1.0)]
     assert 3 not in {ro.row for ro in run(rows, again, executor, teach_solved=True)[0]}
+
+
+def test_a_remembered_form_is_taught_in_later_iterations_where_it_no_longer_wins_on_min_share(rows, executor):
+    """search.library: the form kept in one iteration is tried again in the next, where it wins on
+    1 of 3 searched questions (two are labelled so that no program is right): taught there, which
+    a forgetting search does not do; with teach_solved it is also taught where a fixed string was
+    right by chance, although no question was searched at all."""
+    library = {}
+    first = [rollout(0, COUNTING, 0.0), rollout(2, COUNTING, 0.0), rollout(3, WRONG_YES, 0.0)]
+    found, stats = run(rows, first, executor, library=library, library_size=4)
+    assert len(found) == 3 and stats["search/library"] == len(library["viper_compact"]) >= 1
+    assert "visprog" not in library  # script families are not searched
+    (form,) = {lift(ro.program, rows[ro.row]["question"]) for ro in found}
+    assert library["viper_compact"][0] == form
+    unanswerable = [{**rows[1], "id": "e", "answer": "7"}, {**rows[2], "id": "f", "answer": "purple"}]
+    later = rows + unanswerable
+    second = [rollout(0, COUNTING, 0.0), rollout(4, COUNTING, 0.0), rollout(5, COUNTING, 0.0)]
+    assert run(later, second, executor, methods_off=True)[0] == []  # 1 win of 3: not general when forgotten
+    found, _ = run(later, second, executor, methods_off=True, library=library, library_size=4)
+    assert [(ro.row, ro.program) for ro in found] == [(0, instance(form, rows[0]["question"]))]
+    lucky = [rollout(3, PREFIX + '\n    return "no"\n', 1.0)]
+    found, stats = run(later, lucky, executor, library=library, library_size=4, teach_solved=True)
+    assert [(ro.row, ro.program) for ro in found] == [(3, instance(form, rows[3]["question"]))]
+    assert stats["search/questions"] == 0 and stats["search/taught_solved"] == 1
 
 
 def test_a_program_right_on_one_question_only_is_not_general(rows, executor):
