@@ -7,7 +7,7 @@ import pytest
 
 import train.rollout
 from train.config import Config, ConfigError, load_config
-from train.iterate import Loop, mean_reward, questions, rollout
+from train.sampling import Loop, mean_reward, questions, rollout
 
 
 class _Generator:

@@ -15,7 +15,7 @@ from envs.prompts import get_family
 from envs.tools import open_backend
 from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
-from train.iterate import training_examples
+from train.sampling import training_examples
 from train.rollout import Rollout
 from train.search import instance, lift, search
 

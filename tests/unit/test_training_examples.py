@@ -1,11 +1,11 @@
-"""train.iterate.training_examples: rewards become Eq. 8 weights, per the weighting config."""
+"""train.sampling.training_examples: rewards become Eq. 8 weights, per the weighting config."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from train.config import Config
-from train.iterate import training_examples
+from train.sampling import training_examples
 from train.rollout import Rollout
 
 
@@ -44,13 +44,13 @@ def test_rloo_weights_are_signed_advantages_per_question():
 
 
 def test_informative_counts_questions_whose_programs_disagree():
-    from train.iterate import informative
+    from train.sampling import informative
 
     assert informative(_rollouts([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.5, 0.0]])) == 2
 
 
 def test_dynamic_sampling_rounds_draw_questions_no_earlier_round_drew():
-    from train.iterate import questions
+    from train.sampling import questions
 
     cfg = Config()
     cfg.questions_per_iteration = 5
@@ -73,7 +73,7 @@ def test_a_run_that_picks_best_on_held_out_labels_is_not_label_free(monitor, fre
 
 
 def _fake_rollout(rewards_by_round):
-    """train.iterate.rollout's stand-in: round r's questions get rewards_by_round[r]."""
+    """train.sampling.rollout's stand-in: round r's questions get rewards_by_round[r]."""
     def rollout(loop, batch, iteration, admit=True, purpose="rollout", round_=0):
         rows = [_rollout(q, r, "f") for q in range(len(batch)) for r in rewards_by_round[round_]]
         return rows, {"pool/f/admitted_now": 1, "refine/rounds": round_}
@@ -82,7 +82,7 @@ def _fake_rollout(rewards_by_round):
 
 @pytest.mark.parametrize("dynamic, rounds_run", [(False, 1), (True, 3)])
 def test_dynamic_sampling_draws_rounds_until_enough_questions_disagree(monkeypatch, dynamic, rounds_run):
-    import train.iterate as it
+    import train.sampling as it
 
     cfg = Config()
     cfg.questions_per_iteration, cfg.objective.dynamic_sampling, cfg.objective.max_sampling_rounds = 4, dynamic, 5
