@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .results import exact_str, type_name
+
 # Modules a program may import. Submodules must be listed themselves: allowing
 # "numpy" does not allow "numpy.f2py" (which shells out to compilers).
 ALLOWED_MODULES = frozenset({
@@ -132,3 +134,15 @@ def tree_depth(tree: ast.AST, limit: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return False
+
+
+def checked_name(name) -> str:
+    """An exact copy of an attribute name, or AttributeError/TypeError saying why not."""
+    if type(name) is not str:
+        if not isinstance(name, str):
+            raise TypeError(f"attribute name must be string, not '{type_name(name)}'")
+        name = exact_str(name)
+    reason = attribute_refusal(name)
+    if reason:
+        raise AttributeError(reason)
+    return name

@@ -20,7 +20,7 @@ from .rules import (ALLOWED_MODULES, DENIED_NAMES, MAX_ANNOTATION_CHARS, SAFE_DU
                     attribute_refusal, module_refusal, nesting_refusal)
 
 # Keywords that switch off numpy's memory-safety checks. The runtime refuses the calls
-# whatever the spelling (guards.withdraw_array_resize); this gives the literal form its
+# whatever the spelling (numpy_guards.withdraw_array_resize); this gives the literal form its
 # reason before anything runs.
 RAW_MEMORY_KEYWORDS = {
     "refcheck": "ndarray.resize(refcheck=False) frees memory that views still use; "

@@ -46,13 +46,13 @@ class Warm:
     """What the zygote prepares once and every child inherits."""
 
     def __init__(self, config: dict):
-        from . import guards, library_state, rules, runtime, static_check
+        from . import guards, library_state, numpy_guards, rules, runtime, static_check
 
         for name in sorted(rules.ALLOWED_MODULES):  # nothing to import after lockdown
             importlib.import_module(name)
         runtime.make_module_views()
         guards.patch_metaclasses()  # before the freeze makes the metaclasses immutable
-        guards.withdraw_array_resize()
+        numpy_guards.withdraw_array_resize()
         self.config = config
         self.factory, module = resolve_factory(config["namespace_factory"])
         self.reconnect = getattr(module, "reconnect_after_fork", None)
