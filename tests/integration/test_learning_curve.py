@@ -34,6 +34,18 @@ def test_learning_curve_runs_reads_and_reuses(tmp_path):
     again = subprocess.run(cmd, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "fmt-s0:" not in again.stdout
 
+    # The fixed programs on the same held-out questions, against the run's published adapter.
+    base = out / "fixed"
+    proc = subprocess.run([sys.executable, "bench/program_baselines.py", "--config", "configs/shapes_rwr_cpu.yaml",
+                           "--set", *TINY, "--against", str(out / "runs" / "fmt-s0"), "--out", str(base),
+                           "--replicates", "200"], cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "trained - one_line" in proc.stdout and "reference (oracle)" in proc.stdout
+    reference = [json.loads(line) for line in (base / "reference" / "eval" / "base.jsonl").read_text().splitlines()]
+    trained = [json.loads(line) for line in (out / "runs" / "fmt-s0" / "eval" / "base.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in reference] == [r["id"] for r in trained]  # the questions the run evaluated
+    assert all(r["accuracy"] == 1.0 and r["logical_accuracy"] == 1.0 for r in reference)
+
 
 def test_learning_curve_refuses_bad_usage_with_one_line(tmp_path):
     for args, message in ((["configs/nope.yaml"], "does not exist"),
@@ -42,3 +54,12 @@ def test_learning_curve_refuses_bad_usage_with_one_line(tmp_path):
         proc = subprocess.run(SCRIPT + args + ["--iterations", "1", "--out", str(tmp_path)], cwd=ROOT, env=run_env(),
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and "error:" in proc.stderr
+
+
+def test_program_baselines_refuses_bad_usage_with_one_line(tmp_path):
+    script = [sys.executable, "bench/program_baselines.py"]
+    for args, message in ((["--config", "configs/nope.yaml"], "does not exist"),
+                          (["--config", "configs/shapes_rwr_cpu.yaml", "--against", str(tmp_path)], "no eval/ records")):
+        proc = subprocess.run(script + args, cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1 and message in proc.stderr and "program_baselines: error:" in proc.stderr
+        assert "Traceback" not in proc.stderr
