@@ -67,17 +67,14 @@ def evaluate(name: str, rows: list[dict], cfg, executor, cache: dict) -> list[di
     """One EvalRecord (as a dict) per row, for the fixed program `name`."""
     from dataclasses import asdict
 
-    from train.evaluate import logical_metrics
-    from train.records import EvalRecord
+    from train.heldout import question_records
     from train.rollout import collect
 
     programs = [program_for(name, r) for r in rows]
     rollouts = collect(rows, [""] * len(rows), FixedPrograms(programs), 1, executor, metric=cfg.data.metric,
                        progress=True, desc=name)
-    logical = logical_metrics(rollouts, rows, executor, cfg.eval_counterfactuals, cfg.data.seed,
-                              cache=cache) if cfg.eval_counterfactuals else []
-    by_row = {rep["row"]: rep for rep in logical}
-    return [asdict(EvalRecord.of(ro, rows[ro.row], by_row.get(ro.row))) for ro in rollouts]
+    records, _ = question_records(rollouts, rows, executor, cfg, cache)
+    return [asdict(r) for r in records]
 
 
 def column(records: list[dict], metric: str) -> dict:
@@ -151,7 +148,8 @@ def main(argv=None) -> int:
         for name, records in fixed.items():
             cells = []
             for m in METRICS:
-                base = np.array([column(records, m)[i] for i in ids])
+                values = column(records, m)
+                base = np.array([values[i] for i in ids])
                 cells.append(fmt(bootstrap_mean(mats[m] - base[None, :], args.replicates)))
             print(f"{'trained - ' + name:24} {cells[0]:>22} {cells[1]:>22}")
 

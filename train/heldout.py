@@ -105,8 +105,8 @@ class HeldOut:
         (the base point, or any point of a run that never updates, such as pool_only), so
         its programs are read from / written to the cache shared by runs.
         """
-        from train.evaluate import family_hits, logical_metrics, summarize
-        from train.records import EvalRecord, eval_metrics
+        from train.evaluate import family_hits, summarize
+        from train.records import eval_metrics
         from train.rollout import collect
         from train.selfplay import judge_reply
 
@@ -127,11 +127,9 @@ class HeldOut:
         hits = family_hits(self.rows, {n: [r.result.answer for r in rs] for n, rs in by_family.items()},
                            cfg.data.metric, sp.cfg.aggregate, judge_fn=lambda prompt: judge_reply(generator, prompt))
         generator.drain()  # ZeRO-3: no rank leaves generation while another still runs forwards
-        evals = by_family[sp.names[0]]
-        logical = logical_metrics(evals, self.rows, self.executor, cfg.eval_counterfactuals, cfg.data.seed,
-                                  cache=self.counterfactuals) if cfg.eval_counterfactuals else []
-        by_row = {rep["row"]: rep for rep in logical}
-        records = self.gather([EvalRecord.of(r, self.rows[r.row], by_row.get(r.row)) for r in evals])
+        records, logical = question_records(by_family[sp.names[0]], self.rows, self.executor, cfg,
+                                            self.counterfactuals)
+        records = self.gather(records)
         metrics = eval_metrics(records, {k: self.gather(v) for k, v in hits.items()})
         metrics.update(summarize(self.gather(logical), "eval"))
         metrics["eval/constant_answer_accuracy"] = self.constant_accuracy
@@ -141,6 +139,18 @@ class HeldOut:
         if self.main_proc:
             _replace(self.folder / f"{point}.jsonl", "".join(json.dumps(asdict(r)) + "\n" for r in records))
         return metrics
+
+
+def question_records(rollouts, rows: list[dict], executor, cfg, cache: dict) -> tuple[list, list[dict]]:
+    """One `EvalRecord` per greedy rollout, with its logical accuracy on `cfg.eval_counterfactuals`
+    scenes (`cache`: the scenes, drawn once per question), and the logical reports themselves."""
+    from train.evaluate import logical_metrics
+    from train.records import EvalRecord
+
+    logical = logical_metrics(rollouts, rows, executor, cfg.eval_counterfactuals, cfg.data.seed,
+                              cache=cache) if cfg.eval_counterfactuals else []
+    by_row = {rep["row"]: rep for rep in logical}
+    return [EvalRecord.of(r, rows[r.row], by_row.get(r.row)) for r in rollouts], logical
 
 
 def constant_baseline(rows, metric: str = "gqa_accuracy") -> tuple[str | None, float]:
