@@ -82,6 +82,11 @@ class ConsoleLog:
         with self._lock:
             if self._saved is None:  # closed; a stream object may outlive the log
                 return
+            bar = ""
+            if tee._partial.startswith("\r") and text[:1] not in ("\r", "\n", ""):
+                # Another writer (a logger's thread) wrote while a bar was mid-line: its lines
+                # are lines of their own, and the bar's drawing waits for its own newline.
+                bar, tee._partial = tee._partial, ""
             *lines, rest = (tee._partial + text).split("\n")
             for raw in lines:
                 line = _ESCAPES.sub("", raw.rsplit("\r", 1)[-1]).rstrip()
@@ -89,6 +94,8 @@ class ConsoleLog:
                     self._write(line + "\n")
             # A bar redraws its line many times before the newline: keep only the last drawing.
             tee._partial = ("\r" if "\r" in rest else "") + rest.rsplit("\r", 1)[-1]
+            if bar and not rest:
+                tee._partial = bar
 
     def _write(self, line: str) -> None:
         if self._file is not None:

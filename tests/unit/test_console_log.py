@@ -68,3 +68,16 @@ def test_other_ranks_log_nothing(tmp_path):
     log.open(tmp_path / "train.log")
     assert sys.stdout is saved and not (tmp_path / "train.log").exists()
     log.close()
+
+
+def test_a_line_written_while_a_bar_is_mid_line_is_its_own_line(tmp_path):
+    """W&B's thread logged 'socket.send() raised exception.' while an update bar stood at 0%:
+    the log had the 0% drawing glued to the warning (CI of stop 33)."""
+    with ConsoleLog() as log:
+        log.open(tmp_path / "train.log")
+        sys.stderr.write("\rupdate:   0%|          | 0/1")
+        sys.stderr.write("socket.send() raised exception.\n")
+        sys.stderr.write("\rupdate: 100%|##########| 1/1")
+        sys.stderr.write("\n")
+    lines = (tmp_path / "train.log").read_text().splitlines()[1:]
+    assert lines == ["socket.send() raised exception.", "update: 100%|##########| 1/1"]
