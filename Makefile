@@ -47,7 +47,7 @@ run: $(STAMP)
 
 # tests/gpu runs where CUDA is; without it each of its tests is skipped with the reason.
 test: $(STAMP) system-deps
-	$(PY) -m pytest -q tests/unit tests/integration tests/distributed tests/gpu
+	$(PY) -m pytest -q --durations=15 tests/unit tests/integration tests/distributed tests/gpu
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from envs.prompts import get_family
     from envs.tools import open_backend
     from policies.generation import any_rank, make_generator
-    from policies.lora import adapter_weights, attach_lora, reset_lora
+    from policies.lora import adapter_weights, attach_lora, load_lora_weights, reset_lora
     from policies.model import load_model
     from train import checkpoint as ckpt
     from train.console_log import ConsoleLog
@@ -280,6 +280,22 @@ def main(argv: list[str] | None = None) -> int:
             # Its rewards may build suites too (viunit, proptest): their counters go with its score.
             final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
             say(f"final adapter (iteration {last}): reward {value:.3f}")
+
+        # ---------------------------------------------------- measure the adapter to publish
+        # With eval_every > 1 the iteration early stopping keeps may have no held-out point;
+        # best/ is what a user takes away, so it is measured before it is published.
+        best = stopper.best_policy
+        if eval_all and best >= 0 and not ((best + 1) % cfg.eval_every == 0 or best + 1 == cfg.iterations):
+            if accelerator.state.deepspeed_plugin is not None:  # its adapter is sharded: not reloaded here
+                say(f"note: the adapter to publish (iteration {best}) has no held-out point (eval_every="
+                    f"{cfg.eval_every}); measure it with `vprl eval --adapter {run_dir}/best/adapter --temperature 0`")
+            else:
+                load_lora_weights(policy, ckpt.adapter_dir(run_dir, best))
+                generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, adapter_weights(policy),
+                                                         accelerator))
+                stats = held_out.evaluate(generator, best, point_name(best), loop.seed("eval", best))
+                say(f"adapter to publish (iteration {best}): eval acc {stats['eval/accuracy']:.3f}  logical "
+                    f"{stats.get('eval/logical_accuracy', float('nan')):.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
         return ending.stop(e, iteration)
     except BaseException:

@@ -163,11 +163,45 @@ def test_a_short_run_can_publish_its_last_adapter(run_iterate, tmp_path):
     assert not _same(_adapter(run_dir, "best"), _adapter(run_dir, "iterations/initial"))
 
 
+@pytest.mark.slow
+def test_the_adapter_kept_from_an_unevaluated_iteration_is_measured_before_it_is_published(run_iterate, tmp_path):
+    """eval_every=3 in 3 iterations evaluates only the last adapter, but the peak reward keeps
+    the first update's (iteration 0): it gets its held-out point at the end, the one `vprl eval`
+    measures for best/adapter, and the curves read it as the published point."""
+    from train.curves import read_run
+
+    proc = run_iterate("run_name=peak", "iterations=3", "eval_every=3", "rewards=[tests.helpers.peak:reward]",
+                       "early_stopping.patience=3", "tracking.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "peak"
+    assert json.loads((run_dir / "best" / "best.json").read_text())["iteration"] == 0
+    assert sorted(p.name for p in (run_dir / "eval").glob("*.jsonl")) == ["base.jsonl", "iter_000.jsonl", "iter_002.jsonl"]
+    assert "adapter to publish (iteration 0): eval acc" in proc.stdout
+    assert "eval/accuracy" not in _metrics(run_dir)[0]  # iteration 0 itself was not evaluated
+    assert read_run(run_dir)["final"] == "iter_000"
+    records = [json.loads(line) for line in (run_dir / "eval" / "iter_000.jsonl").read_text().splitlines()]
+    # the same held-out questions, saved for `vprl eval`
+    import datasets
+
+    from train.config import load_config
+    from train.setup import load_data
+
+    _, validation = load_data(load_config("configs/shapes_rwr_cpu.yaml", TINY), progress=False)
+    datasets.DatasetDict({"validation": validation}).save_to_disk(str(tmp_path / "heldout"))
+    out = tmp_path / "best.json"
+    check = subprocess.run([sys.executable, "-m", "train.cli", "eval", "--data", str(tmp_path / "heldout"), "--questions",
+                            "2", "--adapter", str(run_dir / "best" / "adapter"), "--temperature", "0",
+                            "--max-new-tokens", "40", "--out", str(out)],
+                           cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=600)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert [c["program"] for c in json.loads(out.read_text())["choices"]] == [r["program"] for r in records]
+
+
 def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
     """search.enabled: the questions whose programs all failed are searched; the general form
     found there (simple_query of the question, which the helper reward pays) is taught beside
     the samples, and the sampled metrics count only the policy's own programs. With
-    search.library the kept forms are checkpointed, for the next iteration and a resume."""
+    search.library the kept forms are checkpointed, and a resumed run reads them back."""
     proc = run_iterate("run_name=search", "iterations=1", "rewards=[tests.helpers.asks_the_question:reward]",
                        "search.enabled=true", "search.library=4", "generation.max_new_tokens=64", "eval_questions=0",
                        "tracking.mode=disabled")
@@ -180,3 +214,14 @@ def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
     state = json.loads((tmp_path / "runs" / "search" / "iterations" / "iter_000" / "state.json").read_text())
     assert 1 <= len(state["search_library"]["viper_compact"]) == metrics["search/library"] <= 4
     assert all("__vprl_question__" in form for form in state["search_library"]["viper_compact"])
+    # Resumed with nothing to search (the rising reward pays 0.2 or more, above search.below),
+    # the second iteration can only hold the forms it read back from the checkpoint.
+    proc = run_iterate("run_name=search", "iterations=2", "resume=true", "rewards=[tests.helpers.rising:reward]",
+                       "search.enabled=true", "search.library=4", "search.below=0.1", "generation.max_new_tokens=64",
+                       "eval_questions=0", "tracking.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "resuming" in proc.stdout + proc.stderr
+    second = _metrics(tmp_path / "runs" / "search")[1]
+    assert second["search/questions"] == 0 and second["search/library"] == metrics["search/library"]
+    resumed = json.loads((tmp_path / "runs" / "search" / "iterations" / "iter_001" / "state.json").read_text())
+    assert resumed["search_library"] == state["search_library"]
