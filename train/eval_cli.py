@@ -24,6 +24,16 @@ from train.strategies import Scoring, answer_strategies, choose, get_strategy
 from train.strategies.proptest import STRATEGIES as PROPERTY_TEST_STRATEGIES
 
 
+def _temperature(text: str) -> float:
+    try:
+        t = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not t >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {t}")
+    return t
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rewards.unit_tests.scoring import THETA
 
@@ -75,12 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
                    help="a backend setting, e.g. detector=/models/owlv2 for hf (repeatable)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
+    p.add_argument("--temperature", type=_temperature, default=1.0, help="sampling temperature of the programs "
+                   "(1.0); 0 is greedy, as training's held-out evaluation decodes")
     p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
     p.add_argument("--metric", default=None,
                    help="answer metric (default: the data's metric column, else gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default=None, help="folder to cache unit-test and property-test suites in")
-    p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON)")
+    p.add_argument("--out", default=None, help="also write the metrics and per-question choices here (JSON), each "
+                   "with its accuracy and logical accuracy")
     return p
 
 
@@ -108,7 +121,8 @@ class ProgramSampler:
     """Samples programs and corrections with the policy model (plus adapter); what a
     strategy that needs "policy" gets as `inputs.policy`."""
 
-    def __init__(self, model: str, adapter: str | None, prompt_family: str, max_new_tokens: int, seed: int):
+    def __init__(self, model: str, adapter: str | None, prompt_family: str, max_new_tokens: int, seed: int,
+                 temperature: float = 1.0):
         from envs.prompts import get_family
         from policies.generation import GenerationConfig, HFGenerator
         from policies.model import load_model
@@ -121,8 +135,8 @@ class ProgramSampler:
         net.eval()
         self.prompt_family = get_family(prompt_family)
         # A script ends at a blank line, a Python body at its first unindented line.
-        self.generator = HFGenerator(net, self.tokenizer, GenerationConfig(max_new_tokens=max_new_tokens, batch_size=128),
-                                     seed=seed, stop=self.prompt_family.stop)
+        config = GenerationConfig(max_new_tokens=max_new_tokens, batch_size=128, temperature=temperature)
+        self.generator = HFGenerator(net, self.tokenizer, config, seed=seed, stop=self.prompt_family.stop)
 
     def sample(self, prompts: list[str], n: int, desc: str = "programs") -> list[list[str]]:
         """n programs per prompt (each prompt ends inside `execute_command`, as the family's do)."""
@@ -145,6 +159,10 @@ class ProgramSampler:
             return self.sample(prompts, n, "re-prompt")
 
         return reprompt
+
+
+def _finite(x: float) -> float | None:
+    return None if x != x else x  # JSON has no NaN: a question without counterfactual scenes has none
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     executor = Executor(backend=tools.spec)
     try:
-        sampler = ProgramSampler(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed)
+        sampler = ProgramSampler(args.model, args.adapter, args.prompt, args.max_new_tokens, args.seed,
+                                 args.temperature)
     except AdapterError as e:  # a LoRA made for another base model
         executor.close()
         tools.close()
@@ -232,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
               "unit_tests": args.unit_tests if suites is not None else 0,
               **({"property_tests": args.tests} if args.strategy in PROPERTY_TEST_STRATEGIES else {}),
               **evaluate_choices(choices, rows, answering, args.metric or "gqa_accuracy", args.counterfactuals,
-                                 args.seed)}
+                                 args.seed, per_question=bool(args.out))}
+    per_question = result.pop("per_question", None)
     if getattr(choices, "settings", None) is not None:
         result["vlagent"] = {k: v for k, v in choices.settings.stats.items() if not k.startswith("_")}
     if hasattr(choices, "close"):
@@ -243,9 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     tools.close()
     print(json.dumps(result, indent=2))
     if args.out:
-        detail = [{"question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,
-                   "output": c.result.answer, "status": c.result.status, "score": c.score,
-                   "refused": c.refused, "rounds": c.rounds, "failure": c.failure} for c in choices]
+        detail = [{"id": rows[c.row].get("id"), "family": rows[c.row].get("family"), "question": rows[c.row]["question"],
+                   "answer": rows[c.row]["answer"], "program": c.program, "output": c.result.answer, "status": c.result.status, "score": c.score,
+                   "refused": c.refused, "rounds": c.rounds, "failure": c.failure,
+                   "accuracy": per_question["accuracy"][c.row],
+                   "logical_accuracy": _finite(per_question["logical_accuracy"][c.row])} for c in choices]
         tmp = Path(args.out).with_suffix(".tmp")
         tmp.write_text(json.dumps({"metrics": result, "choices": detail}, indent=2))
         tmp.replace(args.out)

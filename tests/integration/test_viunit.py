@@ -51,6 +51,11 @@ def test_train_with_viunit_then_eval_the_adapter(run_iterate, tmp_path):
     assert result["questions"] == 3 and result["unit_tests"] == 3
     detail = json.loads(out.read_text())["choices"]
     assert len(detail) == 3 and all(c["refused"] == (c["score"] < 0.8) for c in detail)
+    # each question's own scores, which paired comparisons (bench/transfer.py) need
+    assert sum(c["accuracy"] for c in detail) / 3 == pytest.approx(result["accuracy"])
+    assert all(c["id"] and c["family"] for c in detail)
+    logical = [c["logical_accuracy"] for c in detail if c["logical_accuracy"] is not None]
+    assert logical and sum(logical) / len(logical) == pytest.approx(result["logical_accuracy"])
 
 
 @pytest.mark.slow
