@@ -74,15 +74,36 @@ def _choose(comps, ws: list[str]) -> str | None:
     return getattr(_main(_subject(comps, ws[: i - 1], drop_attr=left[0])), left[0])
 
 
+# Where the counted phrase ends: "how many red circles | are there", "the number of
+# squares | in the picture", "count the triangles | how many ...".
+_COUNT_END = re.compile(r"\b(are|is|in|there|do|does|can|how|that|you|on|of|within|visible|shown|present)\b")
+
+
+def _counted(ws: list[str], text: str, yesno: bool) -> str | None:
+    """The phrase a counting question counts, whatever its wording ("How many X are there?",
+    "Count the X.", "What is the number of X in the image?"); None for other questions.
+    A yes/no question that mentions a number ("Is the number of X greater than ...?") is
+    not a count."""
+    if ws[0] == "count":
+        rest = " ".join(w for w in ws[1:] if w not in ("the", "all"))
+    elif "how many" in text:
+        rest = text.split("how many", 1)[1]
+    elif "number of" in text and not yesno:
+        rest = text.split("number of", 1)[1]
+    else:
+        return None
+    return _COUNT_END.split(rest)[0]
+
+
 def simple_query(comps, question: str, shape_hw=None) -> str:
     ws = words(question) or ["what", "is", "this"]
     if "yes" in ws and "no" in ws:  # "Answer yes or no: is there ...?" offers the answers
         ws = [w for w in ws if w not in ("answer", "yes", "or", "no", "with")] or ["is", "it"]
     text = " ".join(ws)
     yesno = ws[0] in YES_NO_START
-    if text.startswith("how many"):
-        rest = re.split(r"\b(are|is|in|there|do|does|can)\b", text[len("how many"):])[0]
-        return str(len(matching(comps, rest)))
+    counted = _counted(ws, text, yesno)
+    if counted is not None:
+        return str(len(matching(comps, counted)))
     if yesno and "or" in ws:
         chosen = _choose(comps, ws) if comps else None
         if chosen:

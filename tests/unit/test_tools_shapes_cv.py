@@ -87,6 +87,13 @@ def test_find_resolves_phrases(patch, phrase, n):
     ("Is the square blue?", "yes"),
     ("Is the triangle red or yellow?", "yellow"),
     ("Is the yellow object a circle or a triangle?", "triangle"),
+    # counting in other words: the count is of the phrase, wherever the question puts it
+    ("In the picture, how many circles can you see?", "2"),
+    ("Count the blue objects.", "2"),
+    ("Count the circles: how many are there?", "2"),
+    ("What is the number of blue objects in the picture?", "2"),
+    ("Tell me the number of circles.", "2"),
+    ("Is the number of circles greater than the number of triangles?", "yes"),  # yes/no, not a count
 ])
 def test_simple_query(patch, question, answer):
     assert patch.simple_query(question) == answer
