@@ -103,7 +103,10 @@ def one_line(cfg, data: str, split: str, questions: int | None, out: Path) -> li
                       backend=tools.spec) as ex:
             records = fixed("one_line", rows, cfg, ex, {})
         tools.close()
-        out.write_text(json.dumps({"choices": records}, default=str))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")  # an interrupted sweep must not read half a file back
+        tmp.write_text(json.dumps({"choices": records}, default=str))
+        tmp.replace(out)
     return json.loads(out.read_text())["choices"]
 
 
