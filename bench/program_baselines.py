@@ -77,6 +77,21 @@ def evaluate(name: str, rows: list[dict], cfg, executor, cache: dict) -> list[di
     return [asdict(r) for r in records]
 
 
+def evaluate_all(names, rows: list[dict], cfg) -> dict[str, list[dict]]:
+    """`evaluate` for each fixed program, in one sandbox opened with the config's tools."""
+    from envs.execution import Executor
+    from envs.tools import open_backend
+
+    tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs)
+    cache, out = {}, {}
+    with Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
+                  backend=tools.spec) as ex:
+        for name in names:
+            out[name] = evaluate(name, rows, cfg, ex, cache)
+    tools.close()
+    return out
+
+
 def column(records: list[dict], metric: str) -> dict:
     return {r["id"]: np.nan if r.get(metric) is None else float(r[metric]) for r in records}
 
@@ -101,8 +116,6 @@ def main(argv=None) -> int:
     ap.add_argument("--replicates", type=int, default=2000)
     args = ap.parse_args(argv)
 
-    from envs.execution import Executor
-    from envs.tools import open_backend
     from train.config import ConfigError, load_config
     from train.heldout import constant_baseline
     from train.setup import load_data
@@ -121,13 +134,7 @@ def main(argv=None) -> int:
     if any(not r["finished"] for r in runs):
         sys.exit("program_baselines: error: a run in --against has not published an adapter (best/best.json)")
 
-    tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs)
-    cache, fixed = {}, {}
-    with Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
-                  backend=tools.spec) as ex:
-        for name in args.programs:
-            fixed[name] = evaluate(name, rows, cfg, ex, cache)
-    tools.close()
+    fixed = evaluate_all(args.programs, rows, cfg)
 
     answer, constant = constant_baseline(rows, cfg.data.metric)
     print(f"\n{len(rows)} held-out questions of {args.config}; best constant answer {answer!r}: {100 * constant:.1f}%")

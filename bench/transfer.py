@@ -92,17 +92,10 @@ def one_line(cfg, data: str, split: str, questions: int | None, out: Path) -> li
     """The one-line program `simple_query(<question>)` on one set (cached in `out`): how much
     of a set the tools answer alone, in whatever words it is asked."""
     if not out.exists():
-        from bench.program_baselines import evaluate as fixed
-        from envs.execution import Executor
-        from envs.tools import open_backend
+        from bench.program_baselines import evaluate_all
         from train.eval_cli import load_rows
 
-        rows = load_rows(data, split, questions, metric=cfg.data.metric)
-        tools = open_backend(cfg.env.backend, cfg.env.backend_kwargs)
-        with Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
-                      backend=tools.spec) as ex:
-            records = fixed("one_line", rows, cfg, ex, {})
-        tools.close()
+        records = evaluate_all(["one_line"], load_rows(data, split, questions, metric=cfg.data.metric), cfg)["one_line"]
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")  # an interrupted sweep must not read half a file back
         tmp.write_text(json.dumps({"choices": records}, default=str))

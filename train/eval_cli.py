@@ -263,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     tools.close()
     print(json.dumps(result, indent=2))
     if args.out:
-        detail = [{"id": rows[c.row].get("id"), "family": rows[c.row].get("family"), "question": rows[c.row]["question"],
-                   "answer": rows[c.row]["answer"], "program": c.program, "output": c.result.answer, "status": c.result.status, "score": c.score,
-                   "refused": c.refused, "rounds": c.rounds, "failure": c.failure,
-                   "accuracy": per_question["accuracy"][c.row],
+        detail = [{"id": rows[c.row].get("id"), "family": rows[c.row].get("family"),
+                   "question": rows[c.row]["question"], "answer": rows[c.row]["answer"], "program": c.program,
+                   "output": c.result.answer, "status": c.result.status, "score": c.score, "refused": c.refused,
+                   "rounds": c.rounds, "failure": c.failure, "accuracy": per_question["accuracy"][c.row],
                    "logical_accuracy": _finite(per_question["logical_accuracy"][c.row])} for c in choices]
         tmp = Path(args.out).with_suffix(".tmp")
         tmp.write_text(json.dumps({"metrics": result, "choices": detail}, indent=2))

@@ -32,6 +32,11 @@ def point_name(iteration: int) -> str:
     return f"iter_{iteration:03d}"
 
 
+def evaluated(cfg, iteration: int) -> bool:
+    """Whether a run evaluates the held-out set after `iteration`: every `eval_every`-th and the last."""
+    return (iteration + 1) % cfg.eval_every == 0 or iteration + 1 == cfg.iterations
+
+
 class EvalSampler:
     """The generator as evaluation calls it: at the evaluation temperature, and, for
     weights that never change between runs (the starting policy), read from / written to

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.console_log import ConsoleLog
     from train.early_stopping import EarlyStopper
     from train.ending import Ending
-    from train.heldout import HeldOut, point_name
+    from train.heldout import HeldOut, evaluated, point_name
     from train.records import RolloutRecord, reward_counters, rollout_metrics
     from train.report import report_at_end
     from train.selfplay import SelfPlay
@@ -211,9 +211,8 @@ def main(argv: list[str] | None = None) -> int:
 
             # ---------------------------------------------------- evaluate (held-out, greedy)
             # A run that never updates (pool_only) still has its starting weights: cached programs.
-            due = (iteration + 1) % cfg.eval_every == 0 or iteration + 1 == cfg.iterations
             eval_stats = held_out.evaluate(generator, iteration, point_name(iteration), loop.seed("eval", iteration),
-                                           starting_weights=not selfplay.updates) if due else {}
+                                           starting_weights=not selfplay.updates) if evaluated(cfg, iteration) else {}
 
             t0 = time.time()  # the adapter's probe score, with the shots its rollouts will see next
             probed = {"probe/reward": mean_reward(loop, probe_batch, iteration + 1, "probe"),
@@ -285,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         # With eval_every > 1 the iteration early stopping keeps may have no held-out point;
         # best/ is what a user takes away, so it is measured before it is published.
         best = stopper.best_policy
-        if eval_all and best >= 0 and not ((best + 1) % cfg.eval_every == 0 or best + 1 == cfg.iterations):
+        if eval_all and best >= 0 and not evaluated(cfg, best):
             if accelerator.state.deepspeed_plugin is not None:  # its adapter is sharded: not reloaded here
                 say(f"note: the adapter to publish (iteration {best}) has no held-out point (eval_every="
                     f"{cfg.eval_every}); measure it with `vprl eval --adapter {run_dir}/best/adapter --temperature 0`")
@@ -293,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                 load_lora_weights(policy, ckpt.adapter_dir(run_dir, best))
                 generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, adapter_weights(policy),
                                                          accelerator))
-                stats = held_out.evaluate(generator, best, point_name(best), loop.seed("eval", best))
+                stats = held_out.evaluate(generator, best, point_name(best), loop.seed("eval", best),
+                                          starting_weights=not selfplay.updates)
                 say(f"adapter to publish (iteration {best}): eval acc {stats['eval/accuracy']:.3f}  logical "
                     f"{stats.get('eval/logical_accuracy', float('nan')):.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
