@@ -17,21 +17,11 @@ import random
 import sys
 from pathlib import Path
 
-from envs.cliargs import OneLineParser, UsageError
+from envs.cliargs import OneLineParser, UsageError, number
 from policies import DEFAULT_MODEL
 
 from train.strategies import Scoring, answer_strategies, choose, get_strategy
 from train.strategies.proptest import STRATEGIES as PROPERTY_TEST_STRATEGIES
-
-
-def _temperature(text: str) -> float:
-    try:
-        t = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not t >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {t}")
-    return t
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-root", dest="image_root", default=None, metavar="DIR",
                    help="folder that image file names are relative to (default: the data's)")
     p.add_argument("--strategy", default="base", choices=strategies, help="answering strategy (base)")
-    p.add_argument("--programs", type=int, default=1, help="programs sampled per question, N (1)")
+    p.add_argument("--programs", type=number(int, at_least=1), default=1, help="programs sampled per question, N (1)")
     p.add_argument("--ablation", default="ensemble", choices=("naive", "parser", "caption", "ensemble"),
                    help="vlagent: naive planner, + parser/repair, + caption verifier, + ensemble verifier "
                         "(cumulative; ensemble)")
@@ -58,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detectors", default=None,
                    help="vlagent: comma-separated detector backends for the ensemble verifier "
                         "(shapes-cv and its variants)")
-    p.add_argument("--min-models", dest="min_models", type=int, default=2,
+    p.add_argument("--min-models", dest="min_models", type=number(int, at_least=1), default=2,
                    help="vlagent: M, the fewest detectors Algorithm 1 keeps (2)")
-    p.add_argument("--unit-tests", dest="unit_tests", type=int, default=5, help="unit tests per question, K (5)")
-    p.add_argument("--candidates", type=int, default=20, help="candidate tests before coverage sampling, M (20)")
+    p.add_argument("--unit-tests", dest="unit_tests", type=number(int, at_least=1), default=5, help="unit tests per question, K (5)")
+    p.add_argument("--candidates", type=number(int, at_least=1), default=20, help="candidate tests before coverage sampling, M (20)")
     p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
                    help="where unit tests come from (llm)")
     p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
@@ -71,10 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", default="template", choices=("template", "basic", "advanced", "itm"),
                    help="property-test writer for the proptest strategies: rules on the question's form "
                         "(template), or the LLM with the basic, advanced (llm_query) or ITM prompt (template)")
-    p.add_argument("--theta", type=float, default=THETA, help=f"passing threshold θ ({THETA})")
+    p.add_argument("--theta", type=number(float, at_least=0, at_most=1), default=THETA, help=f"passing threshold θ ({THETA})")
     p.add_argument("--tie-break", dest="tie_break", default="random", choices=("random", "vote"))
-    p.add_argument("--iterations", type=int, default=1, help="re-prompting rounds (1)")
-    p.add_argument("--questions", type=int, default=None, help="evaluate the first Q questions (all)")
+    p.add_argument("--iterations", type=number(int, at_least=0), default=1, help="re-prompting rounds (1)")
+    p.add_argument("--questions", type=number(int, at_least=1), default=None, help="evaluate the first Q questions (all)")
     p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
     p.add_argument("--model", default=None, help=f"policy model: {DEFAULT_MODEL} (default), "
                    "a model folder or a Hub id in the local cache; with --adapter, the base it records")
@@ -84,10 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "models in a tool host")
     p.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
                    help="a backend setting, e.g. detector=/models/owlv2 for hf (repeatable)")
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=128)
-    p.add_argument("--temperature", type=_temperature, default=1.0, help="sampling temperature of the programs "
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=number(int, at_least=1), default=128)
+    p.add_argument("--temperature", type=number(float, at_least=0), default=1.0, help="sampling temperature of the programs "
                    "(1.0); 0 is greedy, as training's held-out evaluation decodes")
-    p.add_argument("--counterfactuals", type=int, default=4, help="counterfactual scenes per question (4)")
+    p.add_argument("--counterfactuals", type=number(int, at_least=0), default=4, help="counterfactual scenes per question (4)")
     p.add_argument("--metric", default=None,
                    help="answer metric (default: the data's metric column, else gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)
@@ -171,8 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.old_test_source:
             print("vprl eval: --generator is deprecated; use --test-source", file=sys.stderr)
         args.test_source = args.test_source or args.old_test_source or "llm"
-        if args.programs < 1 or args.unit_tests < 1:
-            raise UsageError("--programs and --unit-tests must be >= 1")
         from rewards.metrics import METRICS
 
         if args.metric is not None and args.metric not in METRICS:

@@ -20,6 +20,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from envs.cliargs import number
+
 ACCEL = Path("configs/accelerate")
 
 
@@ -44,10 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--zero", type=int, choices=(2, 3), help="DeepSpeed ZeRO stage on the GPUs (ZERO=)")
     parser.add_argument("--accelerate-config", metavar="FILE",
                         help="use this accelerate config instead of picking one (ACCEL_CONFIG=)")
-    parser.add_argument("--gpus", type=int, metavar="N",
+    parser.add_argument("--gpus", type=number(int, at_least=0), metavar="N",
                         help="plan the launch for N GPUs (GPUS=); default: the GPUs detected here. A run needs that "
                              "many; a dry run checks the planned launch on any machine")
-    parser.add_argument("--num-processes", type=int, metavar="N",
+    parser.add_argument("--num-processes", type=number(int, at_least=1), metavar="N",
                         help="processes in all (default: one per GPU, or the --accelerate-config file's)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config, the launch file and this machine; load data and model; start nothing")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from envs.cliargs import number
 from train.report_data import ReportError, Run, load_run, stop_decision
 from train.report_tables import (config_diff, family_table, generic_table, metrics_table, question_family_table,
                                  rollout_cards, suites_view)
@@ -197,15 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (runs/<run_name>)")
     parser.add_argument("--out", help="the HTML file to write (default: RUN/report.html for one run, "
                                       "report.html for several)")
-    parser.add_argument("--samples", type=int, default=4, help="best and worst rollouts shown per run (4)")
+    parser.add_argument("--samples", type=number(int, at_least=0), default=4, help="best and worst rollouts shown per run (4)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.samples < 0:
-        print("error: --samples must be >= 0", file=sys.stderr)
-        return 2
     out = args.out or (Path(args.runs[0]) / "report.html" if len(args.runs) == 1 else Path("report.html"))
     try:
         page, plots = write_report(args.runs, out, args.samples)

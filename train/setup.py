@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from envs.cliargs import number
 from train.config import Config, ConfigError, check_registered
 
 
@@ -44,7 +45,7 @@ def build_parser(prog: str = "train/iterate.py") -> argparse.ArgumentParser:
     parser.add_argument("--accelerate-config", metavar="FILE",
                         help="with --dry-run: also check the accelerate config file (and its DeepSpeed JSON) that the "
                              "launch would use, against the config and this machine (launch/*.sh --dry-run pass it)")
-    parser.add_argument("--num-processes", type=int, metavar="N",
+    parser.add_argument("--num-processes", type=number(int, at_least=1), metavar="N",
                         help="with --accelerate-config: the process count the launch passes (default: the file's)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="dotted overrides applied after the file, e.g. generation.temperature=0.7")

@@ -5,42 +5,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from envs.cliargs import OneLineParser, UsageError
+from envs.cliargs import OneLineParser, UsageError, number
 
 PROG = "vprl data shapes"
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {n}")
-    return n
-
-
-def _fraction(text: str) -> float:
-    try:
-        f = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
-    if not 0.0 <= f <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {f}")
-    return f
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="Generate the synthetic shapes VQA dataset "
                 "(a datasets.DatasetDict loadable with datasets.load_from_disk).")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--train", type=_count, default=1000, help="train questions (1000)")
-    p.add_argument("--val", "--validation", dest="val", type=_count, default=200,
+    p.add_argument("--train", type=number(int, at_least=0), default=1000, help="train questions (1000)")
+    p.add_argument("--val", "--validation", dest="val", type=number(int, at_least=0), default=200,
                    help="validation questions (200)")
-    p.add_argument("--test", type=_count, default=200, help="test questions (200)")
+    p.add_argument("--test", type=number(int, at_least=0), default=200, help="test questions (200)")
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--overlap", action="store_true", help="let objects overlap")
-    p.add_argument("--clutter", type=_fraction, default=0.0,
+    p.add_argument("--clutter", type=number(float, at_least=0, at_most=1), default=0.0,
                    help="distractor strokes, specks and noise, 0..1 (0)")
     p.add_argument("--families", default=None,
                    help="comma-separated question families (default: all)")

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from envs.cliargs import OneLineParser, UsageError
+from envs.cliargs import OneLineParser, UsageError, number
 
 
 def parse_columns(values: list[str] | None) -> dict[str, str]:
@@ -40,11 +40,11 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
                    "(gqa, vqav2, chartqa, ...; see envs/data/presets.py)")
     p.add_argument("--metric", default=None, help="answer metric stored with every row "
                    "(default: the preset's, the source's own metric column, else gqa_accuracy)")
-    p.add_argument("--val-size", dest="val_size", type=int, default=64, metavar="N",
+    p.add_argument("--val-size", dest="val_size", type=number(int, at_least=0), default=64, metavar="N",
                    help="rows held out for validation when the source has one split, at most "
                         "a fifth of it (64, as data.validation_size)")
     p.add_argument("--seed", type=int, default=0, help="seed of that split (0, as data.seed)")
-    p.add_argument("--max-bad-fraction", dest="max_bad_fraction", type=float, default=0.05,
+    p.add_argument("--max-bad-fraction", dest="max_bad_fraction", type=number(float, at_least=0, at_most=1), default=0.05,
                    metavar="F", help="malformed rows allowed before refusing (0.05)")
 
 

@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from envs.cliargs import number
+
 USAGE = ("vprl exec PROGRAM.py IMAGE.png [--timeout S] [--memory-mb M] [--backend NAME] "
          "[--backend-arg KEY=VALUE]")
 
@@ -24,26 +26,14 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (usage: {USAGE})")
 
 
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="vprl exec", description="Run one visual program on one image in "
                      "the sandbox and print the result as JSON.")
     parser.add_argument("program", help="Python file defining execute_command(image)")
     parser.add_argument("image", help="image file (PNG, JPEG, ...)")
-    parser.add_argument("--timeout", type=_positive(float), default=5.0, metavar="S",
+    parser.add_argument("--timeout", type=number(float, above=0), default=5.0, metavar="S",
                         help="wall-clock limit in seconds (default 5)")
-    parser.add_argument("--memory-mb", type=_positive(int), default=1024, metavar="M",
+    parser.add_argument("--memory-mb", type=number(int, at_least=1), default=1024, metavar="M",
                         help="memory budget in MB on top of the warmed-up worker (default 1024)")
     parser.add_argument("--backend", default="shapes-cv", metavar="NAME",
                         help="vision tools backend (default shapes-cv; hf runs transformers models "

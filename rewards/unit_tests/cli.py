@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from envs.cliargs import OneLineParser, UsageError
+from envs.cliargs import OneLineParser, UsageError, number
 from policies import DEFAULT_MODEL
 
 
@@ -25,8 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "(an LLM, or the shapes scene oracle), pick K by coverage sampling, synthesise their "
                 "images, and write them with the expected answers.")
     p.add_argument("--question", required=True, help="the question the tests are for")
-    p.add_argument("--k", type=int, default=5, help="tests in the suite, K (5)")
-    p.add_argument("--candidates", type=int, default=20, help="candidate tests before sampling, M (20)")
+    p.add_argument("--k", type=number(int, at_least=1), default=5, help="tests in the suite, K (5)")
+    p.add_argument("--candidates", type=number(int, at_least=1), default=20, help="candidate tests before sampling, M (20)")
     p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
                    help="llm: the unit-test LLM; scene: verified shapes tests, needs --spec or --data (llm)")
     p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
@@ -67,8 +67,6 @@ def _find_spec(data: str, question: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.k < 1 or args.candidates < 1:
-            raise UsageError("--k and --candidates must be >= 1")
         if args.old_test_source:
             print("vprl unit-tests: --generator is deprecated; use --test-source", file=sys.stderr)
             args.test_source = args.test_source or args.old_test_source

@@ -84,3 +84,34 @@ def test_dry_run_refuses_a_bad_config_with_one_line_and_writes_nothing(capsys, t
 def test_unknown_command_suggests_the_close_one(capsys):
     assert main(["trian"]) == 2
     assert "did you mean 'train'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,flag,wanted", [
+    (["eval", "--data", "nowhere", "--max-new-tokens", "0"], "--max-new-tokens", "an integer >= 1"),
+    (["eval", "--data", "nowhere", "--questions", "-1"], "--questions", "an integer >= 1"),
+    (["eval", "--data", "nowhere", "--temperature", "-0.5"], "--temperature", "a number >= 0"),
+    (["eval", "--data", "nowhere", "--theta", "2"], "--theta", "a number >= 0 and <= 1"),
+    (["eval", "--data", "nowhere", "--programs", "zero"], "--programs", "an integer >= 1"),
+    (["eval", "--data", "nowhere", "--counterfactuals", "-1"], "--counterfactuals", "an integer >= 0"),
+    (["data", "shapes", "--out", "nowhere", "--train", "-5"], "--train", "an integer >= 0"),
+    (["data", "import", "nowhere", "--out", "x", "--max-bad-fraction", "1.5"], "--max-bad-fraction",
+     "a number >= 0 and <= 1"),
+    (["exec", "p.py", "i.png", "--timeout", "0"], "--timeout", "a number > 0"),
+    (["unit-tests", "--question", "q", "--out", "x", "--k", "0"], "--k", "an integer >= 1"),
+    (["report", "nowhere", "--samples", "-1"], "--samples", "an integer >= 0"),
+])
+def test_a_number_out_of_range_is_refused_as_the_command_line_is_read(capsys, tmp_path, monkeypatch, argv, flag,
+                                                                      wanted):
+    """Every command reads its numbers with one bounded type (envs.cliargs.number): a bad value
+    is refused before anything else is checked or loaded (the paths here do not exist), in
+    one line naming the flag and the range; `--max-new-tokens 0` once ran a whole evaluation."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # the argparse-based commands exit from parse_args
+        status = stop.code
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    line = err.splitlines()[-1]
+    assert flag in line and f"expected {wanted}" in line, err
+    assert "Traceback" not in err and not any(tmp_path.iterdir())

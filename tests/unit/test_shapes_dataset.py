@@ -62,8 +62,8 @@ def test_cli_writes_a_loadable_dataset(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--train", "-1"], "non-negative integer"),
-    (["--clutter", "2"], "[0, 1]"),
+    (["--train", "-1"], "an integer >= 0"),
+    (["--clutter", "2"], "a number >= 0 and <= 1"),
     (["--families", "existence,bogus"], "unknown families"),
     (["--bogus"], "unrecognized arguments"),
 ])
