@@ -166,17 +166,22 @@ def test_a_short_run_can_publish_its_last_adapter(run_iterate, tmp_path):
 @pytest.mark.slow
 def test_the_adapter_kept_from_an_unevaluated_iteration_is_measured_before_it_is_published(run_iterate, tmp_path):
     """eval_every=3 in 3 iterations evaluates only the last adapter, but the peak reward keeps
-    the first update's (iteration 0): it gets its held-out point at the end, the one `vprl eval`
-    measures for best/adapter, and the curves read it as the published point."""
+    the first update's (iteration 0): it gets its held-out point at the end, with the few-shot
+    pool as it stood then (pool_and_rwr: the pool grows every iteration), the one `vprl eval`
+    measures for best/adapter (no shots: shots_per_step=[0]), and the curves read it as the
+    published point."""
     from train.curves import read_run
 
     proc = run_iterate("run_name=peak", "iterations=3", "eval_every=3", "rewards=[tests.helpers.peak:reward]",
-                       "early_stopping.patience=3", "tracking.mode=disabled")
+                       "early_stopping.patience=3", "tracking.mode=disabled", "selfplay.mode=pool_and_rwr",
+                       "selfplay.threshold=0.0", "selfplay.shots_per_step=[0]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = tmp_path / "runs" / "peak"
     assert json.loads((run_dir / "best" / "best.json").read_text())["iteration"] == 0
     assert sorted(p.name for p in (run_dir / "eval").glob("*.jsonl")) == ["base.jsonl", "iter_000.jsonl", "iter_002.jsonl"]
-    assert "adapter to publish (iteration 0): eval acc" in proc.stdout
+    pools = [len(json.loads((run_dir / "iterations" / f"iter_{i:03d}" / "pool.json").read_text())) for i in (0, 2)]
+    assert 0 < pools[0] < pools[1]
+    assert f"adapter to publish (iteration 0, its pool of {pools[0]} programs): eval acc" in proc.stdout
     assert "eval/accuracy" not in _metrics(run_dir)[0]  # iteration 0 itself was not evaluated
     assert read_run(run_dir)["final"] == "iter_000"
     records = [json.loads(line) for line in (run_dir / "eval" / "iter_000.jsonl").read_text().splitlines()]
