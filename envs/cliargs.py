@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 class UsageError(Exception):
@@ -34,8 +35,9 @@ def key_values(values: list[str] | None, flag: str) -> dict:
 def number(kind=int, at_least=None, at_most=None, above=None):
     """An argparse `type` that reads an int or float within bounds, so a bad value is refused
     as the command line is read, in one line naming the range (not deep in the run, or
-    silently, as `--max-new-tokens 0` once ran a whole evaluation of empty programs)."""
-    noun = "an integer" if kind is int else "a number"
+    silently, as `--max-new-tokens 0` once ran a whole evaluation of empty programs).
+    Infinity and NaN are refused too: `--temperature inf` sampled uniform tokens."""
+    noun = "an integer" if kind is int else "a finite number"
     bounds = [f">= {at_least}" if at_least is not None else "", f"> {above}" if above is not None else "",
               f"<= {at_most}" if at_most is not None else ""]
     wanted = " ".join([noun, " and ".join(b for b in bounds if b)]).strip()
@@ -45,7 +47,7 @@ def number(kind=int, at_least=None, at_most=None, above=None):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
-        if value != value or (at_least is not None and value < at_least) or \
+        if not math.isfinite(value) or (at_least is not None and value < at_least) or \
                 (above is not None and value <= above) or (at_most is not None and value > at_most):
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
         return value

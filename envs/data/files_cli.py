@@ -40,7 +40,7 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
                    "(gqa, vqav2, chartqa, ...; see envs/data/presets.py)")
     p.add_argument("--metric", default=None, help="answer metric stored with every row "
                    "(default: the preset's, the source's own metric column, else gqa_accuracy)")
-    p.add_argument("--val-size", dest="val_size", type=number(int, at_least=0), default=64, metavar="N",
+    p.add_argument("--val-size", dest="val_size", type=number(int, at_least=1), default=64, metavar="N",
                    help="rows held out for validation when the source has one split, at most "
                         "a fifth of it (64, as data.validation_size)")
     p.add_argument("--seed", type=int, default=0, help="seed of that split (0, as data.seed)")

@@ -278,7 +278,7 @@ def test_cli_prints_one_json_object_and_exits_zero(tmp_path, image_file, capsys)
     (["missing.py", "IMAGE"], "program file not found"),
     (["PROGRAM", "/nonexistent.png"], "image file not found"),
     (["PROGRAM", "NOTIMAGE"], "cannot read image"),
-    (["PROGRAM", "IMAGE", "--timeout", "-1"], "a number > 0"),
+    (["PROGRAM", "IMAGE", "--timeout", "-1"], "a finite number > 0"),
     (["PROGRAM", "IMAGE", "--memory-mb", "lots"], "an integer >= 1"),
     (["PROGRAM", "IMAGE", "--backend", "nope"], "unknown backend"),
     (["PROGRAM"], "usage: vprl exec"),

@@ -63,7 +63,7 @@ def test_cli_writes_a_loadable_dataset(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--train", "-1"], "an integer >= 0"),
-    (["--clutter", "2"], "a number >= 0 and <= 1"),
+    (["--clutter", "2"], "a finite number >= 0 and <= 1"),
     (["--families", "existence,bogus"], "unknown families"),
     (["--bogus"], "unrecognized arguments"),
 ])
