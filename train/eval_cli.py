@@ -50,8 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(shapes-cv and its variants)")
     p.add_argument("--min-models", dest="min_models", type=number(int, at_least=1), default=2,
                    help="vlagent: M, the fewest detectors Algorithm 1 keeps (2)")
-    p.add_argument("--unit-tests", dest="unit_tests", type=number(int, at_least=1), default=5, help="unit tests per question, K (5)")
-    p.add_argument("--candidates", type=number(int, at_least=1), default=20, help="candidate tests before coverage sampling, M (20)")
+    p.add_argument("--unit-tests", dest="unit_tests", type=number(int, at_least=1),
+                   default=5, help="unit tests per question, K (5)")
+    p.add_argument("--candidates", type=number(int, at_least=1),
+                   default=20, help="candidate tests before coverage sampling, M (20)")
     p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
                    help="where unit tests come from (llm)")
     p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
@@ -61,10 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", default="template", choices=("template", "basic", "advanced", "itm"),
                    help="property-test writer for the proptest strategies: rules on the question's form "
                         "(template), or the LLM with the basic, advanced (llm_query) or ITM prompt (template)")
-    p.add_argument("--theta", type=number(float, at_least=0, at_most=1), default=THETA, help=f"passing threshold θ ({THETA})")
+    p.add_argument("--theta", type=number(float, at_least=0, at_most=1),
+                   default=THETA, help=f"passing threshold θ ({THETA})")
     p.add_argument("--tie-break", dest="tie_break", default="random", choices=("random", "vote"))
     p.add_argument("--iterations", type=number(int, at_least=0), default=1, help="re-prompting rounds (1)")
-    p.add_argument("--questions", type=number(int, at_least=1), default=None, help="evaluate the first Q questions (all)")
+    p.add_argument("--questions", type=number(int, at_least=1),
+                   default=None, help="evaluate the first Q questions (all)")
     p.add_argument("--adapter", default=None, help="LoRA adapter folder (e.g. runs/NAME/best/adapter)")
     p.add_argument("--model", default=None, help=f"policy model: {DEFAULT_MODEL} (default), "
                    "a model folder or a Hub id in the local cache; with --adapter, the base it records")
@@ -75,9 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend-arg", dest="backend_args", action="append", metavar="KEY=VALUE",
                    help="a backend setting, e.g. detector=/models/owlv2 for hf (repeatable)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=number(int, at_least=1), default=128)
-    p.add_argument("--temperature", type=number(float, at_least=0), default=1.0, help="sampling temperature of the programs "
+    p.add_argument("--temperature", type=number(float, at_least=0),
+                   default=1.0, help="sampling temperature of the programs "
                    "(1.0); 0 is greedy, as training's held-out evaluation decodes")
-    p.add_argument("--counterfactuals", type=number(int, at_least=0), default=4, help="counterfactual scenes per question (4)")
+    p.add_argument("--counterfactuals", type=number(int, at_least=0),
+                   default=4, help="counterfactual scenes per question (4)")
     p.add_argument("--metric", default=None,
                    help="answer metric (default: the data's metric column, else gqa_accuracy)")
     p.add_argument("--seed", type=int, default=0)

@@ -290,13 +290,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"{cfg.eval_every}); measure it with `vprl eval --adapter {run_dir}/best/adapter --temperature 0`")
             else:
                 load_lora_weights(policy, ckpt.adapter_dir(run_dir, best))
-                if selfplay.uses_pool:  # its shots as they stood then, as the loop would have evaluated it
-                    selfplay.load_json(ckpt.load_iteration(run_dir, best)["pool"])
+                saved_pool = ckpt.load_iteration(run_dir, best)["pool"] if selfplay.uses_pool else None
+                if saved_pool is not None:  # its shots as they stood then, as the loop would have evaluated it
+                    selfplay.load_json(saved_pool)
                 generator.load_adapter(ckpt.save_adapter(run_dir, "serving", policy, adapter_weights(policy),
                                                          accelerator))
                 stats = held_out.evaluate(generator, best, point_name(best), loop.seed("eval", best),
                                           starting_weights=not selfplay.updates)
-                pool = f", its pool of {len(selfplay.to_json())} programs" if selfplay.uses_pool else ""
+                pool = f", its pool of {len(saved_pool)} programs" if saved_pool is not None else ""
                 say(f"adapter to publish (iteration {best}{pool}): eval acc {stats['eval/accuracy']:.3f}  logical "
                     f"{stats.get('eval/logical_accuracy', float('nan')):.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:

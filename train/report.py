@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders (runs/<run_name>)")
     parser.add_argument("--out", help="the HTML file to write (default: RUN/report.html for one run, "
                                       "report.html for several)")
-    parser.add_argument("--samples", type=number(int, at_least=0), default=4, help="best and worst rollouts shown per run (4)")
+    parser.add_argument("--samples", type=number(int, at_least=0),
+                        default=4, help="best and worst rollouts shown per run (4)")
     return parser
 
 

@@ -44,8 +44,8 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
                    help="rows held out for validation when the source has one split, at most "
                         "a fifth of it (64, as data.validation_size)")
     p.add_argument("--seed", type=int, default=0, help="seed of that split (0, as data.seed)")
-    p.add_argument("--max-bad-fraction", dest="max_bad_fraction", type=number(float, at_least=0, at_most=1), default=0.05,
-                   metavar="F", help="malformed rows allowed before refusing (0.05)")
+    p.add_argument("--max-bad-fraction", dest="max_bad_fraction", type=number(float, at_least=0, at_most=1),
+                   default=0.05, metavar="F", help="malformed rows allowed before refusing (0.05)")
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:

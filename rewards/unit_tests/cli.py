@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "images, and write them with the expected answers.")
     p.add_argument("--question", required=True, help="the question the tests are for")
     p.add_argument("--k", type=number(int, at_least=1), default=5, help="tests in the suite, K (5)")
-    p.add_argument("--candidates", type=number(int, at_least=1), default=20, help="candidate tests before sampling, M (20)")
+    p.add_argument("--candidates", type=number(int, at_least=1),
+                   default=20, help="candidate tests before sampling, M (20)")
     p.add_argument("--test-source", dest="test_source", default=None, choices=("llm", "scene"),
                    help="llm: the unit-test LLM; scene: verified shapes tests, needs --spec or --data (llm)")
     p.add_argument("--generator", dest="old_test_source", default=None, choices=("llm", "scene"),
