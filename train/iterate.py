@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             if cfg.search.enabled:  # expert iteration: what search finds is taught beside the samples
                 found, search_stats = search(cfg.search, batch, rollouts, selfplay.families, executor, reward_set,
                                              cfg.data.metric, cfg.seed + iteration, gather=gather_object,
-                                             library=library)
+                                             library=library, probe_rows=train_rows)
                 selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
             sampled, rollouts = rollouts, rollouts + found
 

@@ -40,32 +40,133 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import replace
 
+from policies.compose import composed, marker, template
 from policies.mutation import api_methods, literal, mutants
 from rewards.combine import execute_and_score
 from train.rollout import Rollout, rescored
 
 SLOT = "__vprl_question__"
+WHEN = "# when: "  # a phrase form's first line: the question template it applies to
+PROBE_BAR = 0.9  # a composed form's mean reward on the probe: a yes/no guess passes 16 questions with p < 0.3%
+PROBE_MIN = 8  # probe questions a template needs before a composed form on it can be proven
+PROBE_ROUND = 4  # probe questions per round; a form that can no longer reach the bar stops
+
+
+def _quoted(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((literal(text), json.dumps(text, ensure_ascii=False))))
 
 
 def lift(program: str, question: str) -> str | None:
     """The program's form: the question, where it is a string of the program, made a slot."""
-    for quoted in dict.fromkeys((literal(question), json.dumps(question, ensure_ascii=False))):
+    for quoted in _quoted(question):
         if quoted in program:
             return program.replace(quoted, SLOT)
     return None
 
 
-def instance(form: str, question: str) -> str:
+def lift_phrases(program: str, question: str) -> str | None:
+    """The program's phrase form: its strings that are phrases of the question made slots,
+    headed by the question's template (`policies.compose.template`), so it applies to the
+    questions that ask the same thing of other objects. None when it reads no phrase."""
+    shape, words = template(question)
+    body = program
+    for quoted in _quoted(question):
+        body = body.replace(quoted, SLOT)
+    for k, word in enumerate(words):
+        for quoted in _quoted(word):
+            body = body.replace(quoted, marker(k))
+    if not any(marker(k) in body for k in range(len(words))):
+        return None
+    return WHEN + json.dumps(shape, ensure_ascii=False) + "\n" + body
+
+
+def instance(form: str, question: str) -> str | None:
+    """The form's program for `question`; None for a phrase form whose template is not the question's."""
+    if form.startswith(WHEN):
+        head, form = form.split("\n", 1)
+        shape, words = template(question)
+        if json.loads(head[len(WHEN):]) != shape:
+            return None
+        for k, word in enumerate(words):
+            form = form.replace(marker(k), literal(word))
     return form.replace(SLOT, literal(question))
 
 
 def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, reward_set, metric) -> list[tuple]:
-    """(form, row, program, scored) for each form's instance on each target question."""
-    pairs = [(form, row) for form in forms for row in targets]
-    programs = [instance(form, rows[row]["question"]) for form, row in pairs]
-    scored = execute_and_score([rows[row] for _, row in pairs], [""] * len(programs), programs, executor,
+    """(form, row, program, scored) for each form's instance on each target question it applies to."""
+    pairs = [(form, row, program) for form in forms for row in targets
+             if (program := instance(form, rows[row]["question"])) is not None]
+    programs = [program for _, _, program in pairs]
+    scored = execute_and_score([rows[row] for _, row, _ in pairs], [""] * len(programs), programs, executor,
                                reward_set, metric=metric) if programs else []
-    return [(form, row, program, sc) for (form, row), program, sc in zip(pairs, programs, scored)]
+    return [(form, row, program, sc) for (form, row, program), sc in zip(pairs, scored)]
+
+
+def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, calls: int) -> Counter:
+    """Phrase forms of the composed programs (`policies.compose`) that beat a searched
+    question's samples there, with how many searched questions each came from."""
+    programs, owners = [], []
+    for row in sorted(todo):
+        found = composed(family.program_prefix, family.body_start, family.api, rows[row]["question"], calls,
+                         quote=literal)
+        programs += found
+        owners += [row] * len(found)
+    scored = execute_and_score([rows[row] for row in owners], [""] * len(programs), programs, executor,
+                               reward_set, metric=metric) if programs else []
+    forms: Counter = Counter()
+    for row, program, sc in zip(owners, programs, scored):
+        if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
+            if (form := lift_phrases(program, rows[row]["question"])) is not None:
+                forms[form] += 1
+    return forms
+
+
+def _column(rows, key: str) -> list:
+    """A column of `rows`: a `datasets.Dataset` reads it without decoding an image."""
+    try:
+        return list(rows[key])
+    except (TypeError, KeyError, IndexError):
+        return [row[key] for row in rows]
+
+
+def _proven(forms: list[str], probe_rows, size: int, executor, reward_set, metric) -> dict:
+    """The forms whose mean reward reaches `PROBE_BAR` on the first `size` training
+    questions their template matches (at least `PROBE_MIN` of them), best per template:
+    form -> its mean. Rounds of `PROBE_ROUND` questions; a form that can no longer reach
+    the bar is dropped, so a guess costs a round or two."""
+    questions = _column(probe_rows, "question") if forms else []
+    matching: dict = {}  # template line -> indices of its probe questions
+    for form in forms:
+        head = form.split("\n", 1)[0]
+        if head not in matching:
+            matching[head] = [i for i, q in enumerate(questions) if instance(form, q) is not None][:size]
+    alive = {form: 0.0 for form in forms if len(matching[form.split("\n", 1)[0]]) >= PROBE_MIN}
+    fetched: dict = {}
+    done = 0
+    while alive and done < size:
+        batch = [(form, i) for form in alive for i in matching[form.split("\n", 1)[0]][done: done + PROBE_ROUND]]
+        if not batch:
+            break
+        for _, i in batch:
+            if i not in fetched:
+                fetched[i] = probe_rows[i]
+        rows = [fetched[i] for _, i in batch]
+        programs = [instance(form, questions[i]) for form, i in batch]
+        scored = execute_and_score(rows, [""] * len(programs), programs, executor, reward_set, metric=metric)
+        for (form, _), sc in zip(batch, scored):
+            alive[form] += sc.reward if sc.reward is not None else 0.0
+        done += PROBE_ROUND
+        for form in list(alive):
+            n = len(matching[form.split("\n", 1)[0]])
+            if alive[form] + max(0, n - done) < PROBE_BAR * n:
+                del alive[form]
+    best: dict = {}
+    for form, total in alive.items():
+        head = form.split("\n", 1)[0]
+        mean = total / len(matching[head])
+        if head not in best or (-mean, len(form), form) < (-best[head][1], len(best[head][0]), best[head][0]):
+            best[head] = (form, mean)
+    return dict(best.values())
 
 
 def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> dict:
@@ -85,14 +186,17 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
 
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
-           metric: str | None, seed: int, gather=None, library: dict | None = None) -> tuple[list[Rollout], dict]:
+           metric: str | None, seed: int, gather=None, library: dict | None = None,
+           probe_rows: list[dict] | None = None) -> tuple[list[Rollout], dict]:
     """Rollouts for the instances of the general forms search found, and stats.
 
     `families` maps a prompt-family name to its PromptFamily; script families (a `stop`
     rule: not Python) are not searched. `gather` (accelerate's `gather_object`) joins the
     ranks' forms and wins, so every world size chooses the same forms; the stats are the
     whole run's. `library` (family name -> forms, newest first) is the run's remembered
-    forms: read, and updated in place when `cfg.library` > 0; it is alike on every rank."""
+    forms: read, and updated in place when `cfg.library` > 0; it is alike on every rank.
+    `probe_rows` (the training questions) prove composed forms (`cfg.compose`); every rank
+    probes alike."""
     gather = gather or list
     library = library if library is not None else {}
     groups: dict = defaultdict(list)
@@ -122,6 +226,14 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         chosen = [form for form, _ in sorted(forms.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][: cfg.forms]
         remembered = library.get(name, [])[: cfg.library]  # proved general earlier: one win here is enough
         chosen += [form for form in remembered if form not in chosen]
+        proven = {}  # composed phrase forms proven on the probe: general wherever their template applies
+        if cfg.compose:
+            candidates = _composed_forms(family, todo, rows, executor, reward_set, metric, cfg.compose)
+            candidates = sum((Counter(c) for c in gather([dict(candidates)])), Counter())
+            proven = _proven(sorted(candidates), probe_rows or [], cfg.probe, executor, reward_set, metric)
+            chosen += [form for form in sorted(proven) if form not in chosen]
+            stats["search/composed_forms"] += len(candidates)
+            stats["search/proven"] += len(proven)
         tried = _tried(chosen, sorted(todo), rows, executor, reward_set, metric)
         wins = defaultdict(list)  # form -> its instances that beat their question's samples
         for form, row, program, sc in tried:
@@ -129,9 +241,11 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
                 wins[form].append((row, program, sc))
         won = sum((Counter(c) for c in gather([{form: len(w) for form, w in wins.items()}])), Counter())
         general = [form for form in chosen if won[form] >= max(1, cfg.min_share * searched)
-                   or (form in remembered and won[form] >= 1)]
+                   or (form in remembered and won[form] >= 1) or form in proven]
         taught = {}  # row -> its one searched program: the instance of the best general form that wins there
-        ranked = sorted(general, key=lambda f: (-won[f], len(f)))  # the run's wins (ties: chosen order): alike on every rank
+        # A phrase form was proven on its own template's questions: more telling there than a form
+        # that wins across them all. Then the run's wins (ties: chosen order): alike on every rank.
+        ranked = sorted(general, key=lambda f: (not f.startswith(WHEN), -won[f], len(f)))
         for form in ranked:
             for row, program, sc in wins[form]:
                 taught.setdefault(row, (program, sc))

@@ -1,0 +1,166 @@
+"""Small programs composed from the API's tools, with the question's phrases as arguments.
+
+Local search (`policies.mutation`) edits what the policy sampled, so it reaches only
+programs a few edits from one the policy already writes. A question that needs two tools
+joined ("Are there more red circles than blue squares?" needs two counts compared) is out
+of its reach when the policy writes one-tool programs. This module enumerates, bottom up
+and by type (as typed enumerative synthesis does), every program of at most `calls` tool
+calls whose string arguments are phrases of the question:
+
+- the *tools* and their types come from the API listing the prompt documents
+  (`def exists(self, object_name: str) -> bool`), so another API gets its own programs;
+- builtins join them without a call: `len` of a list, `>`/`<`/`==` of two counts,
+  `and`/`or` of two truths, and a documented `(bool) -> str` function or `str()` turns the
+  value into the answer;
+- the *phrases* are the question's runs of content words (`phrases`): the words between
+  English function words, which in a visual question are the object descriptions.
+
+Nothing here reads an answer: a composed program earns its place by the run's reward
+(train/search.py). Leaf module: it imports nothing from the project.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import re
+
+# Closed-class English words (articles, auxiliaries, prepositions, relations of place, quantifiers,
+# question words, conjunctions) and the words questions use to ask about images: what is
+# left between them names things or their attributes.
+FUNCTION_WORDS = frozenset("""
+a an the this that these those there here it its is are was were be been do does did
+has have had of in on at to from by with for into onto than as both either neither nor
+left right above below under over behind front near next beside top bottom between
+and or not no any all some each every more most fewer less least same number numbers
+what which who whom whose how many much where when why whether if
+image picture photo photograph scene
+""".split())
+
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+
+
+def phrases(question: str, limit: int = 4) -> list[str]:
+    """The question's maximal runs of content words, as they are written in it, in
+    order, without repeats: "Are there more red circles than blue squares?" gives
+    ["red circles", "blue squares"]. At most `limit` (the first ones)."""
+    return template(question)[1][:limit]
+
+
+def template(question: str) -> tuple[str, list[str]]:
+    """The question with each of its phrases (all of them, `phrases` without a limit)
+    replaced by `marker(k)`, k its index in the phrase list; and that list. Two questions
+    with the same template ask the same thing of different objects."""
+    words, spans = [], []
+    start = end = None
+    for m in _WORD.finditer(question):
+        if m.group().lower() in FUNCTION_WORDS:
+            if start is not None:
+                spans.append((start, end))
+            start = None
+        else:
+            start = m.start() if start is None else start
+            end = m.end()
+    if start is not None:
+        spans.append((start, end))
+    out, last = [], 0
+    for a, b in spans:
+        word = question[a:b]
+        if word not in words:
+            words.append(word)
+        out += [question[last:a], marker(words.index(word))]
+        last = b
+    return "".join(out + [question[last:]]), words
+
+
+def marker(k: int) -> str:
+    return f"__vprl_phrase_{k}__"
+
+
+def _kind(annotation) -> str | None:
+    """'str', 'bool', 'int', 'list' or None for a parameter or return annotation."""
+    if annotation is None:
+        return None
+    text = ast.unparse(annotation).strip("'\"")
+    base = text.split("[")[0].strip()
+    if base in ("list", "List"):
+        return "list"
+    return base if base in ("str", "bool", "int") else None
+
+
+def tools(api: str) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """The API's typed callables: (methods, functions), each name -> (parameter kinds,
+    return kind); only those whose every parameter and return are typed. Methods are
+    the classes' public methods (called on the image's patch); functions the top-level ones."""
+    try:
+        tree = ast.parse(api)
+    except SyntaxError:
+        return {}, {}
+
+    def signature(fn: ast.FunctionDef, skip: int):
+        params = [_kind(a.annotation) for a in fn.args.args[skip:]]
+        ret = _kind(fn.returns)
+        return (tuple(params), ret) if ret and all(params) else None
+
+    methods, functions = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_") and fn.args.args:
+                    if (sig := signature(fn, 1)) is not None:
+                        methods[fn.name] = sig
+        elif isinstance(node, ast.FunctionDef) and (sig := signature(node, 0)) is not None:
+            functions[node.name] = sig
+    return methods, functions
+
+
+def patch_name(body_start: str) -> str | None:
+    """The variable the prompt's first body line binds (`image_patch = ImagePatch(image)`)."""
+    try:
+        stmt = ast.parse(body_start.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def expressions(api: str, patch: str, question: str, quote, calls: int = 2) -> list[str]:
+    """Every answer expression (type str) of at most `calls` tool calls (1 or 2) over the
+    question's phrases and the question itself, shortest first. `quote` writes a string
+    literal (the caller's style)."""
+    methods, functions = tools(api)
+    words = phrases(question)
+    parts = [quote(w) for w in words]
+    whole = parts + ([quote(question)] if question not in words else [])
+    one = {"str": [], "bool": [], "int": [], "list": []}  # values of one tool call, by kind
+    single = []  # truths of one-argument calls: what `and`/`or` join
+    for name, (params, ret) in sorted(methods.items()):
+        if not params or any(p != "str" for p in params):
+            continue
+        # The whole question is an argument only alone: it is a question, not a part of one.
+        for args in itertools.permutations(whole if len(params) == 1 else parts, len(params)):
+            one[ret].append(f"{patch}.{name}({', '.join(args)})")
+            if ret == "bool" and len(params) == 1:
+                single.append(one[ret][-1])
+    counts = one["int"] + [f"len({x})" for x in one["list"]]
+    truths = list(one["bool"])
+    if calls >= 2:
+        truths += [f"{a} {op} {b}" for a, b in itertools.permutations(counts, 2) for op in (">", "<")]
+        truths += [f"{a} == {b}" for a, b in itertools.combinations(counts, 2)]
+        truths += [f"{a} {op} {b}" for a, b in itertools.combinations(single, 2) for op in ("and", "or")]
+    as_answer = [name for name, (params, ret) in sorted(functions.items()) if params == ("bool",) and ret == "str"]
+    answers = list(one["str"]) + [f"str({c})" for c in counts]
+    answers += [f"{fn}({t})" for fn in as_answer[:1] for t in truths]
+    return sorted(dict.fromkeys(answers), key=len)
+
+
+def composed(prefix: str, body_start: str, api: str, question: str, calls: int = 2, quote=json.dumps) -> list[str]:
+    """Whole programs (`prefix` + one return line) for `expressions`; none when the
+    prompt's first line binds no patch variable."""
+    patch = patch_name(body_start)
+    if patch is None or calls < 1:
+        return []
+    indent = body_start[: len(body_start) - len(body_start.lstrip())] or "    "
+    return [f"{prefix}\n{indent}return {expr}\n" for expr in expressions(api, patch, question, quote, calls)]
