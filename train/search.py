@@ -179,9 +179,9 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
     best = {row: max(ro.reward for ro in groups[(name, row)] if ro.reward is not None) for row in solved}
     sampled = {row: {ro.program for ro in groups[(name, row)]} for row in solved}
     taught = {}
-    for _, row, program, sc in _tried(ranked, solved, rows, executor, reward_set, metric):
+    for form, row, program, sc in _tried(ranked, solved, rows, executor, reward_set, metric):
         if row not in taught and sc.reward is not None and sc.reward >= best[row] and program not in sampled[row]:
-            taught[row] = (program, sc)
+            taught[row] = (program, sc, form)
     return taught
 
 
@@ -248,18 +248,19 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         ranked = sorted(general, key=lambda f: (not f.startswith(WHEN), -won[f], len(f)))
         for form in ranked:
             for row, program, sc in wins[form]:
-                taught.setdefault(row, (program, sc))
+                taught.setdefault(row, (program, sc, form))
         usable = ranked + [form for form in remembered if form not in ranked]
         if cfg.teach_solved and usable:
             solved = _solved(usable, rows, groups, name, todo, executor, reward_set, metric)
             taught.update(solved)
             stats["search/taught_solved"] += sum(gather([len(solved)]))
-        for row, (program, sc) in sorted(taught.items()):
+        stats["search/taught_composed"] += sum(gather([sum(form.startswith(WHEN) for *_, form in taught.values())]))
+        for row, (program, sc, _) in sorted(taught.items()):
             ro = rescored(groups[(name, row)][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
-        if cfg.library:  # this iteration's general forms first; the oldest remembered fall off
-            library[name] = list(dict.fromkeys(general + library.get(name, [])))[: cfg.library]
+        if cfg.library:  # this iteration's proven, then general forms first; the oldest remembered fall off
+            library[name] = list(dict.fromkeys(sorted(proven) + general + library.get(name, [])))[: cfg.library]
             stats["search/library"] = len(library[name])
         stats.update({"search/questions": searched, "search/forms": len(forms),
                       "search/tried": sum(gather([len(tried)])), "search/general_forms": len(general)})

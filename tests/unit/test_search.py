@@ -17,7 +17,7 @@ from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
 from train.sampling import training_examples
 from train.rollout import Rollout
-from train.search import instance, lift, search
+from train.search import PROBE_MIN, WHEN, instance, lift, lift_phrases, search
 
 FAMILY = get_family("viper_compact")
 PREFIX = FAMILY.program_prefix
@@ -48,12 +48,12 @@ def rollout(row, program, reward, family="viper_compact"):
                    result=None, reward=reward, prompt_family=family)
 
 
-def run(rows, rollouts, executor, methods_off=False, library=None, library_size=0, **cfg):
+def run(rows, rollouts, executor, methods_off=False, library=None, library_size=0, probe_rows=None, **cfg):
     reward_set = RewardSet([RewardSpec("correctness")])
     family = FAMILY if not methods_off else replace(FAMILY, api="")  # no function set: no point mutation
     return search(SearchConfig(enabled=True, library=library_size, **cfg), rows, rollouts,
                   {"viper_compact": family, "visprog": get_family("visprog")}, executor, reward_set,
-                  "gqa_accuracy", seed=0, library=library)
+                  "gqa_accuracy", seed=0, library=library, probe_rows=probe_rows)
 
 
 def test_search_finds_a_general_form_sampling_missed_and_teaches_one_instance_per_question(rows, executor):
@@ -190,3 +190,63 @@ def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
     together = {ro.program for r in (0, 1) for ro in out[r][0]}
     assert together == {ro.program for ro in alone} and together
     assert out[0][1] == out[1][1] == alone_stats
+
+
+COMPARE = ('\n    return bool_to_yesno(len(image_patch.find("{a}")) > len(image_patch.find("{b}")))\n')
+
+
+def comparison_rows(n: int, seed: int = 0) -> list[dict]:
+    """`n` scenes asking "Are there more A than B?" of varying colours and shapes, labelled."""
+    import random
+
+    rng = random.Random(seed)
+    cells = [(x, y) for x in (40, 100, 160, 220) for y in (40, 110, 180)]
+    out = []
+    for i in range(n):
+        (ca, sa), (cb, sb) = rng.sample([(c, s) for c in ("red", "blue", "green") for s in ("circle", "square")], 2)
+        na, nb = rng.sample(range(4), 2)
+        places = rng.sample(cells, na + nb)
+        objects = [Obj(sa, ca, "small", *places[k]) for k in range(na)] + [
+            Obj(sb, cb, "small", *places[na + k]) for k in range(nb)]
+        out.append({"id": f"cmp{i}", "image": render(Scene(objects)), "answer": "yes" if na > nb else "no",
+                    "question": f"Are there more {ca} {sa}s than {cb} {sb}s?"})
+    return out
+
+
+def test_a_phrase_form_applies_to_the_questions_of_its_template_only():
+    program = PREFIX + COMPARE.format(a="red circles", b="blue squares")
+    form = lift_phrases(program, "Are there more red circles than blue squares?")
+    assert form.startswith(WHEN) and "red circles" not in form
+    assert instance(form, "Are there more green squares than red circles?") == PREFIX + COMPARE.format(
+        a="green squares", b="red circles")
+    assert instance(form, "Are there fewer green squares than red circles?") is None
+    assert instance(form, "How many red circles are there?") is None
+    assert lift_phrases(PREFIX + '\n    return "yes"\n', "Is there a circle?") is None  # reads no phrase
+    whole = lift(PREFIX + '\n    return image_patch.simple_query("Is there a circle?")\n', "Is there a circle?")
+    assert instance(whole, "How many?") == PREFIX + '\n    return image_patch.simple_query("How many?")\n'
+
+
+def test_composed_search_proves_the_comparison_on_training_questions_and_teaches_it(executor):
+    """No edit of the sampled one-tool programs compares two counts; `search.compose` writes
+    the comparison from the question's phrases, proves its phrase form on training questions
+    of the same template (a yes/no guess such as `exists(A)` fails there), teaches it, and
+    remembers it."""
+    rows = comparison_rows(4, seed=1)
+    assert {r["answer"] for r in rows} == {"yes", "no"}
+    probe = comparison_rows(3 * PROBE_MIN, seed=2)
+    # The sampled programs are wrong: `exists` of a colour where the answer is no, "yes" where it is yes.
+    sampled = [rollout(i, PREFIX + f'\n    return bool_to_yesno(image_patch.exists("{r["question"].split()[3]}"))\n',
+                       0.0) for i, r in enumerate(rows) if r["answer"] == "no"]
+    sampled += [rollout(i, PREFIX + '\n    return "no"\n', 0.0) for i, r in enumerate(rows) if r["answer"] == "yes"]
+    assert not any(" > " in ro.program or " < " in ro.program for ro in run(rows, sampled, executor)[0])
+    library = {}
+    found, stats = run(rows, sampled, executor, library=library, library_size=4, compose=2, probe_rows=probe)
+    assert stats["search/proven"] == 1 and stats["search/composed_forms"] > 1
+    assert stats["search/taught_composed"] == len(rows)
+    (form,) = [f for f in library["viper_compact"] if f.startswith(WHEN)]
+    assert " > " in form or " < " in form
+    assert {ro.row for ro in found} == set(range(len(rows)))
+    for ro in found:
+        assert ro.searched and ro.reward == 1.0 and ro.program == instance(form, rows[ro.row]["question"])
+    few = run(rows, sampled, executor, compose=2, probe_rows=probe[: PROBE_MIN - 1])[1]
+    assert few["search/proven"] == 0  # too few questions of the template to prove anything

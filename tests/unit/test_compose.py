@@ -1,0 +1,82 @@
+"""policies/compose.py: the question's phrases and template, the API's typed tools, and the
+programs composed from them (pure text; their rewards are tested in test_search.py)."""
+
+import ast
+
+from envs.prompts import get_family
+from policies.compose import composed, expressions, marker, patch_name, phrases, template, tools
+
+FAMILY = get_family("viper_compact")
+PREFIX = FAMILY.program_prefix
+
+
+def test_phrases_are_the_runs_of_content_words_as_the_question_writes_them():
+    assert phrases("Are there more red circles than blue squares?") == ["red circles", "blue squares"]
+    assert phrases("Is there either a Red object or a large blue square?") == ["Red object", "large blue square"]
+    assert phrases("What color is the small square to the left of the red circle?") == [
+        "color", "small square", "red circle"]
+    assert phrases("Is the red circle left of the red circle?") == ["red circle"]  # once, though twice asked
+    assert phrases("How many are there?") == []
+    assert phrases("u v w x y z") == ["u v w x y z"]
+    assert phrases("u of v of w of x of y", limit=3) == ["u", "v", "w"]
+
+
+def test_questions_asking_the_same_of_other_objects_share_a_template():
+    more, words = template("Are there more red circles than blue squares?")
+    assert more == f"Are there more {marker(0)} than {marker(1)}?" and words == ["red circles", "blue squares"]
+    assert template("Are there more small triangles than large gray objects?")[0] == more
+    assert template("Are there fewer red circles than blue squares?")[0] != more
+    assert template("Is the circle left of the circle?") == (f"Is the {marker(0)} left of the {marker(0)}?", ["circle"])
+    quoted, words = template('Verify image matches text="There is a gray triangle."')
+    assert words[-1] == "gray triangle" and quoted.endswith(f'"There is a {marker(2)}."')
+
+
+def test_the_tools_and_their_types_come_from_the_api_listing():
+    methods, functions = tools(FAMILY.api)
+    assert methods == {"find": (("str",), "list"), "exists": (("str",), "bool"),
+                       "verify_property": (("str", "str"), "bool"), "simple_query": (("str",), "str")}
+    assert functions == {"bool_to_yesno": (("bool",), "str")}
+    other = '''class Patch:
+    def count(self, name: str) -> int: ...
+    def crop(self, left, lower): ...  # untyped: not composed
+    def _private(self, x: str) -> int: ...
+'''
+    assert tools(other) == ({"count": (("str",), "int")}, {})
+    assert tools("class (:") == ({}, {})
+    assert patch_name("    image_patch = ImagePatch(image)\n") == "image_patch"
+    assert patch_name("    return 1\n") is None
+
+
+def test_composed_programs_join_two_tools_over_the_phrases_and_all_parse():
+    question = "Are there more red circles than blue squares?"
+    programs = composed(PREFIX, FAMILY.body_start, FAMILY.api, question)
+    body = ('\n    return bool_to_yesno(len(image_patch.find("red circles")) > '
+            'len(image_patch.find("blue squares")))\n')
+    assert PREFIX + body in programs
+    assert PREFIX + '\n    return bool_to_yesno(image_patch.exists("red circles") or image_patch.exists("blue squares"))\n' \
+        in programs
+    assert PREFIX + f'\n    return image_patch.simple_query("{question}")\n' in programs
+    assert len(programs) == len(set(programs))
+    for program in programs:
+        assert program.startswith(PREFIX)
+        ast.parse(program)
+        # The whole question goes only where it is the one argument.
+        assert f'verify_property("{question}"' not in program and f', "{question}")' not in program
+    assert [len(p) for p in programs] == sorted(len(p) for p in programs)  # shortest first
+    one_call = composed(PREFIX, FAMILY.body_start, FAMILY.api, question, calls=1)
+    assert set(one_call) < set(programs) and not any(" > " in p or " and " in p for p in one_call)
+    assert composed(PREFIX, "    return 1\n", FAMILY.api, question) == []
+    assert composed(PREFIX, FAMILY.body_start, FAMILY.api, question, calls=0) == []
+
+
+def test_another_api_gets_its_own_programs():
+    """An API whose counter returns an int: counts compare directly, and str() answers them."""
+    api = "class Scene:\n    def count(self, name: str) -> int: ...\n    def has(self, name: str) -> bool: ...\n"
+    found = expressions(api, "scene", "Are there more cats than dogs?", quote=lambda s: repr(s))
+    assert "str(scene.count('cats'))" in found
+    assert "scene.count('cats') > scene.count('dogs')" not in found  # no (bool) -> str function: no yes/no answer
+    assert not any("find" in e for e in found)
+    with_answer = api + "def yesno(value: bool) -> str: ...\n"
+    found = expressions(with_answer, "scene", "Are there more cats than dogs?", quote=lambda s: repr(s))
+    assert "yesno(scene.count('cats') > scene.count('dogs'))" in found
+    assert "yesno(scene.has('cats') and scene.has('dogs'))" in found
