@@ -55,11 +55,11 @@ def template(question: str) -> tuple[str, list[str]]:
     words, spans = [], []
     start = end = None
     for m in _WORD.finditer(question):
-        if m.group().lower() in FUNCTION_WORDS:
-            if start is not None:
-                spans.append((start, end))
+        # A function word, or anything but spaces between two words (a comma, a quote), ends a run.
+        if start is not None and (m.group().lower() in FUNCTION_WORDS or question[end:m.start()].strip(" ")):
+            spans.append((start, end))
             start = None
-        else:
+        if m.group().lower() not in FUNCTION_WORDS:
             start = m.start() if start is None else start
             end = m.end()
     if start is not None:

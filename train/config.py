@@ -105,7 +105,7 @@ class SearchConfig:
     teach_solved: bool = False  # teach a kept form on the solved questions too, where it does as well as their best sample
     library: NonNegative[int] = 0  # kept forms remembered across iterations (newest first) and tried again; 0: forgotten
     compose: Annotated[int, Range(ge=0, le=2)] = 0  # also compose programs of up to this many tool calls (1-2) over the question's phrases; 0: off
-    probe: AtLeast1[int] = 16  # training questions of its template a composed form must be right on (9 in 10) to be kept
+    probe: Annotated[int, Range(ge=8)] = 16  # training questions of its template a composed form must get right (9 in 10; 8 at least)
 
 
 # The one sampler config lives with the sampler (`policies` may not import `train`); its

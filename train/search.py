@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 
@@ -47,9 +48,10 @@ from train.rollout import Rollout, rescored
 
 SLOT = "__vprl_question__"
 WHEN = "# when: "  # a phrase form's first line: the question template it applies to
-PROBE_BAR = 0.9  # a composed form's mean reward on the probe: a yes/no guess passes 16 questions with p < 0.3%
+PROBE_BAR = 0.9  # share of its probe a composed form must get right: a fair yes/no guess passes 16 with p < 0.03%
 PROBE_MIN = 8  # probe questions a template needs before a composed form on it can be proven
 PROBE_ROUND = 4  # probe questions per round; a form that can no longer reach the bar stops
+PROBE_CANDIDATES = 256  # composed forms probed per iteration and prompt family (the commonest)
 
 
 def _quoted(text: str) -> tuple[str, ...]:
@@ -67,29 +69,36 @@ def lift(program: str, question: str) -> str | None:
 def lift_phrases(program: str, question: str) -> str | None:
     """The program's phrase form: its strings that are phrases of the question made slots,
     headed by the question's template (`policies.compose.template`), so it applies to the
-    questions that ask the same thing of other objects. None when it reads no phrase."""
+    questions that ask the same thing of other objects. None when it reads no phrase.
+
+    One pass, longest literal first: a phrase inside a longer phrase's literal is not
+    replaced there (`"red"` within `'the word "red" sign'`)."""
     shape, words = template(question)
-    body = program
-    for quoted in _quoted(question):
-        body = body.replace(quoted, SLOT)
-    for k, word in enumerate(words):
-        for quoted in _quoted(word):
-            body = body.replace(quoted, marker(k))
+    slots = {quoted: SLOT for quoted in _quoted(question)}
+    slots.update({quoted: marker(k) for k, word in enumerate(words) for quoted in _quoted(word)})
+    pattern = "|".join(re.escape(q) for q in sorted(slots, key=len, reverse=True))
+    body = re.sub(pattern, lambda m: slots[m.group()], program)
     if not any(marker(k) in body for k in range(len(words))):
         return None
     return WHEN + json.dumps(shape, ensure_ascii=False) + "\n" + body
 
 
+_SLOTS = re.compile(r"__vprl_(?:phrase_(\d+)|question)__")
+
+
 def instance(form: str, question: str) -> str | None:
-    """The form's program for `question`; None for a phrase form whose template is not the question's."""
+    """The form's program for `question`; None for a phrase form whose template is not the
+    question's. One pass: a phrase that itself reads like a slot is written as it is."""
+    words: list[str] = []
     if form.startswith(WHEN):
         head, form = form.split("\n", 1)
         shape, words = template(question)
         if json.loads(head[len(WHEN):]) != shape:
             return None
-        for k, word in enumerate(words):
-            form = form.replace(marker(k), literal(word))
-    return form.replace(SLOT, literal(question))
+    fill = [literal(word) for word in words]
+    if any(m.group(1) is not None and int(m.group(1)) >= len(fill) for m in _SLOTS.finditer(form)):
+        return None
+    return _SLOTS.sub(lambda m: fill[int(m.group(1))] if m.group(1) is not None else literal(question), form)
 
 
 def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, reward_set, metric) -> list[tuple]:
@@ -104,20 +113,22 @@ def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, rew
 
 def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, calls: int) -> Counter:
     """Phrase forms of the composed programs (`policies.compose`) that beat a searched
-    question's samples there, with how many searched questions each came from."""
-    programs, owners = [], []
+    question's samples there, with how many searched questions each came from. A program
+    that reads no phrase (the whole question only) is not run: it lifts to no phrase form."""
+    programs, owners, forms_of = [], [], []
     for row in sorted(todo):
-        found = composed(family.program_prefix, family.body_start, family.api, rows[row]["question"], calls,
-                         quote=literal)
-        programs += found
-        owners += [row] * len(found)
+        question = rows[row]["question"]
+        for program in composed(family.program_prefix, family.body_start, family.api, question, calls, quote=literal):
+            if (form := lift_phrases(program, question)) is not None:
+                programs.append(program)
+                owners.append(row)
+                forms_of.append(form)
     scored = execute_and_score([rows[row] for row in owners], [""] * len(programs), programs, executor,
                                reward_set, metric=metric) if programs else []
     forms: Counter = Counter()
-    for row, program, sc in zip(owners, programs, scored):
+    for row, form, sc in zip(owners, forms_of, scored):
         if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
-            if (form := lift_phrases(program, rows[row]["question"])) is not None:
-                forms[form] += 1
+            forms[form] += 1
     return forms
 
 
@@ -129,43 +140,52 @@ def _column(rows, key: str) -> list:
         return [row[key] for row in rows]
 
 
-def _proven(forms: list[str], probe_rows, size: int, executor, reward_set, metric) -> dict:
-    """The forms whose mean reward reaches `PROBE_BAR` on the first `size` training
-    questions their template matches (at least `PROBE_MIN` of them), best per template:
-    form -> its mean. Rounds of `PROBE_ROUND` questions; a form that can no longer reach
-    the bar is dropped, so a guess costs a round or two."""
-    questions = _column(probe_rows, "question") if forms else []
-    matching: dict = {}  # template line -> indices of its probe questions
-    for form in forms:
-        head = form.split("\n", 1)[0]
-        if head not in matching:
-            matching[head] = [i for i, q in enumerate(questions) if instance(form, q) is not None][:size]
-    alive = {form: 0.0 for form in forms if len(matching[form.split("\n", 1)[0]]) >= PROBE_MIN}
+def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, reward_set, metric) -> dict:
+    """The candidate forms right (reward >= `below`, as a searched question counts solved)
+    on at least `PROBE_BAR` of the first `size` training questions of their template (at
+    least `PROBE_MIN` of them), with at least two different answers there (a constant is
+    not a program of the question), best per template: form -> its share right.
+
+    The `PROBE_CANDIDATES` commonest (then shortest) candidates are probed, in rounds of
+    `PROBE_ROUND` questions; a form that can no longer reach the bar stops, so a guess
+    costs a round or two."""
+    forms = [f for f, _ in sorted(candidates.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][:PROBE_CANDIDATES]
+    if not forms:
+        return {}
+    by_template: dict = defaultdict(list)  # each probe question's template, computed once
+    questions = _column(probe_rows, "question")
+    for i, question in enumerate(questions):
+        by_template[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
+    head = {form: form.split("\n", 1)[0][len(WHEN):] for form in forms}
+    matching = {form: by_template.get(head[form], [])[:size] for form in forms}
+    alive = {form: 0 for form in forms if len(matching[form]) >= PROBE_MIN}
+    answers: dict = defaultdict(set)
     fetched: dict = {}
     done = 0
     while alive and done < size:
-        batch = [(form, i) for form in alive for i in matching[form.split("\n", 1)[0]][done: done + PROBE_ROUND]]
+        batch = [(form, i) for form in alive for i in matching[form][done: done + PROBE_ROUND]]
         if not batch:
             break
         for _, i in batch:
             if i not in fetched:
                 fetched[i] = probe_rows[i]
-        rows = [fetched[i] for _, i in batch]
         programs = [instance(form, questions[i]) for form, i in batch]
-        scored = execute_and_score(rows, [""] * len(programs), programs, executor, reward_set, metric=metric)
+        scored = execute_and_score([fetched[i] for _, i in batch], [""] * len(programs), programs, executor,
+                                   reward_set, metric=metric)
         for (form, _), sc in zip(batch, scored):
-            alive[form] += sc.reward if sc.reward is not None else 0.0
+            alive[form] += sc.reward is not None and sc.reward >= below
+            answers[form].add(sc.result.answer if sc.result is not None else None)
         done += PROBE_ROUND
         for form in list(alive):
-            n = len(matching[form.split("\n", 1)[0]])
+            n = len(matching[form])
             if alive[form] + max(0, n - done) < PROBE_BAR * n:
                 del alive[form]
     best: dict = {}
-    for form, total in alive.items():
-        head = form.split("\n", 1)[0]
-        mean = total / len(matching[head])
-        if head not in best or (-mean, len(form), form) < (-best[head][1], len(best[head][0]), best[head][0]):
-            best[head] = (form, mean)
+    for form, right in alive.items():
+        share = right / len(matching[form])
+        if len(answers[form]) >= 2 and (head[form] not in best or (-share, len(form), form) < (
+                -best[head[form]][1], len(best[head[form]][0]), best[head[form]][0])):
+            best[head[form]] = (form, share)
     return dict(best.values())
 
 
@@ -230,8 +250,12 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         if cfg.compose:
             candidates = _composed_forms(family, todo, rows, executor, reward_set, metric, cfg.compose)
             candidates = sum((Counter(c) for c in gather([dict(candidates)])), Counter())
-            proven = _proven(sorted(candidates), probe_rows or [], cfg.probe, executor, reward_set, metric)
-            chosen += [form for form in sorted(proven) if form not in chosen]
+            proven = _proven(candidates, probe_rows or [], cfg.probe, cfg.below, executor, reward_set, metric)
+            # Every rank probed alike; rank 0's verdict binds all, so a tool timeout on one
+            # rank cannot make the ranks' forms (and the collectives that follow) differ.
+            proven = gather([proven])[0]
+            proven = dict(sorted(proven.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0])))  # best first
+            chosen += [form for form in proven if form not in chosen]
             stats["search/composed_forms"] += len(candidates)
             stats["search/proven"] += len(proven)
         tried = _tried(chosen, sorted(todo), rows, executor, reward_set, metric)
@@ -260,7 +284,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
         if cfg.library:  # this iteration's proven, then general forms first; the oldest remembered fall off
-            library[name] = list(dict.fromkeys(sorted(proven) + general + library.get(name, [])))[: cfg.library]
+            library[name] = list(dict.fromkeys(list(proven) + general + library.get(name, [])))[: cfg.library]
             stats["search/library"] = len(library[name])
         stats.update({"search/questions": searched, "search/forms": len(forms),
                       "search/tried": sum(gather([len(tried)])), "search/general_forms": len(general)})

@@ -154,14 +154,13 @@ def test_the_update_teaches_the_prompt_the_program_search_found(rows, executor):
         assert ex.weight == 1.0 and ex.completion_ids == [len(ro.program), 2]
 
 
-def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
-    """Each rank searches its own questions; the gathered forms and wins make the choice (threads stand in for ranks)."""
+def two_ranks(rows, sampled, **cfg):
+    """search on two ranks (threads stand in for them): rank r holds questions r and r + 2 as
+    its batch rows 0 and 1; the forms and wins are joined by a gather, as accelerate's."""
     import threading
 
-    sampled = [rollout(0, COUNTING, 0.0), rollout(1, COUNTING, 0.0), rollout(2, COUNTING, 0.0),
-               rollout(3, WRONG_YES, 0.0)]
-    alone, alone_stats = run(rows, sampled, executor)
     barrier, slots, out = threading.Barrier(2), [None, None], [None, None]
+    probe_rows = cfg.pop("probe_rows", None)
 
     def gather_for(rank):
         def gather(items):
@@ -173,20 +172,29 @@ def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
         return gather
 
     def rank(r):
-        mine = [rows[i] for i in (r, r + 2)]  # rank r holds questions r and r + 2, as its batch rows 0 and 1
+        mine = [rows[i] for i in (r, r + 2)]
         local = [replace(ro, row=ro.row // 2) for ro in sampled if ro.row % 2 == r]
         tools = open_backend("shapes-cv", {})
         with Executor(workers=1, backend=tools.spec) as ex:
-            out[r] = search(SearchConfig(enabled=True), mine, local, {"viper_compact": FAMILY}, ex,
-                            RewardSet([RewardSpec("correctness")]), "gqa_accuracy", seed=0, gather=gather_for(r))
+            out[r] = search(SearchConfig(enabled=True, **cfg), mine, local, {"viper_compact": FAMILY}, ex,
+                            RewardSet([RewardSpec("correctness")]), "gqa_accuracy", seed=0, gather=gather_for(r),
+                            probe_rows=probe_rows)
         tools.close()
 
     threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=180)
     assert out[0] is not None and out[1] is not None
+    return out
+
+
+def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
+    sampled = [rollout(0, COUNTING, 0.0), rollout(1, COUNTING, 0.0), rollout(2, COUNTING, 0.0),
+               rollout(3, WRONG_YES, 0.0)]
+    alone, alone_stats = run(rows, sampled, executor)
+    out = two_ranks(rows, sampled)
     together = {ro.program for r in (0, 1) for ro in out[r][0]}
     assert together == {ro.program for ro in alone} and together
     assert out[0][1] == out[1][1] == alone_stats
@@ -250,3 +258,35 @@ def test_composed_search_proves_the_comparison_on_training_questions_and_teaches
         assert ro.searched and ro.reward == 1.0 and ro.program == instance(form, rows[ro.row]["question"])
     few = run(rows, sampled, executor, compose=2, probe_rows=probe[: PROBE_MIN - 1])[1]
     assert few["search/proven"] == 0  # too few questions of the template to prove anything
+    # Labels no program of the tools can match (every answer flipped): nothing reaches 9 in 10.
+    flipped = [{**r, "answer": {"yes": "no", "no": "yes"}[r["answer"]]} for r in probe]
+    assert run(rows, sampled, executor, compose=2, probe_rows=flipped)[1]["search/proven"] == 0
+    # One answer on the whole probe: a program that always says "no" would be right; none is proven.
+    alike = [r for r in comparison_rows(8 * PROBE_MIN, seed=3) if r["answer"] == "no"]
+    assert len(alike) >= PROBE_MIN
+    assert run(rows, sampled, executor, compose=2, probe_rows=alike)[1]["search/proven"] == 0
+    # Two ranks decide as one process does.
+    out = two_ranks(rows, sampled, compose=2, library=4, probe_rows=probe)
+    assert out[0][1] == out[1][1] == stats
+    assert {ro.program for r in (0, 1) for ro in out[r][0]} == {ro.program for ro in found}
+
+
+def test_a_phrase_within_another_or_reading_like_a_slot_is_written_as_it_is():
+    """Slots are made and filled in one pass: a phrase within a longer phrase is its own slot,
+    and a question's text that looks like a slot is not filled again."""
+    question = "Is red the color of the red circle?"
+    program = PREFIX + ('\n    return bool_to_yesno(image_patch.exists("red circle") and '
+                        'image_patch.verify_property("red circle", "red"))\n')
+    form = lift_phrases(program, question)
+    assert form is not None and "red" not in form.split("\n", 1)[1]
+    assert instance(form, "Is blue the color of the blue square?") == program.replace(
+        "red circle", "blue square").replace('"red"', '"blue"')
+    odd = "Are there more x__vprl_phrase_1__y than z?"
+    compare = lift_phrases(PREFIX + COMPARE.format(a="red circles", b="blue squares"),
+                           "Are there more red circles than blue squares?")
+    assert instance(compare, odd) is None  # underscores split its phrases: another template
+    assert instance(compare, "Are there more vprl phrase circles than z?") == PREFIX + COMPARE.format(
+        a="vprl phrase circles", b="z")
+    whole = lift(PREFIX + '\n    return image_patch.simple_query("Is there a circle?")\n', "Is there a circle?")
+    assert instance(whole, "What is __vprl_question__?") == \
+        PREFIX + '\n    return image_patch.simple_query("What is __vprl_question__?")\n'
