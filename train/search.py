@@ -71,8 +71,8 @@ def lift_phrases(program: str, question: str) -> str | None:
     headed by the question's template (`policies.compose.template`), so it applies to the
     questions that ask the same thing of other objects. None when it reads no phrase.
 
-    One pass, longest literal first: a phrase inside a longer phrase's literal is not
-    replaced there (`"red"` within `'the word "red" sign'`)."""
+    One pass, longest literal first: a phrase's literal inside the question's own literal
+    is not replaced there (`"red"` within `'Is the word "red" on the sign?'`)."""
     shape, words = template(question)
     slots = {quoted: SLOT for quoted in _quoted(question)}
     slots.update({quoted: marker(k) for k, word in enumerate(words) for quoted in _quoted(word)})
@@ -101,13 +101,18 @@ def instance(form: str, question: str) -> str | None:
     return _SLOTS.sub(lambda m: fill[int(m.group(1))] if m.group(1) is not None else literal(question), form)
 
 
+def _scored(rows, programs: list[str], executor, reward_set, metric) -> list:
+    """Whole programs run on their rows in one sandbox batch and scored by the run's reward."""
+    return execute_and_score(rows, [""] * len(programs), programs, executor, reward_set,
+                             metric=metric) if programs else []
+
+
 def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, reward_set, metric) -> list[tuple]:
     """(form, row, program, scored) for each form's instance on each target question it applies to."""
     pairs = [(form, row, program) for form in forms for row in targets
              if (program := instance(form, rows[row]["question"])) is not None]
     programs = [program for _, _, program in pairs]
-    scored = execute_and_score([rows[row] for _, row, _ in pairs], [""] * len(programs), programs, executor,
-                               reward_set, metric=metric) if programs else []
+    scored = _scored([rows[row] for _, row, _ in pairs], programs, executor, reward_set, metric)
     return [(form, row, program, sc) for (form, row, program), sc in zip(pairs, scored)]
 
 
@@ -123,8 +128,7 @@ def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, call
                 programs.append(program)
                 owners.append(row)
                 forms_of.append(form)
-    scored = execute_and_score([rows[row] for row in owners], [""] * len(programs), programs, executor,
-                               reward_set, metric=metric) if programs else []
+    scored = _scored([rows[row] for row in owners], programs, executor, reward_set, metric)
     forms: Counter = Counter()
     for row, form, sc in zip(owners, forms_of, scored):
         if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
@@ -148,7 +152,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
 
     The `PROBE_CANDIDATES` commonest (then shortest) candidates are probed, in rounds of
     `PROBE_ROUND` questions; a form that can no longer reach the bar stops, so a guess
-    costs a round or two."""
+    costs a round or two. Best first."""
     forms = [f for f, _ in sorted(candidates.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][:PROBE_CANDIDATES]
     if not forms:
         return {}
@@ -170,8 +174,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
             if i not in fetched:
                 fetched[i] = probe_rows[i]
         programs = [instance(form, questions[i]) for form, i in batch]
-        scored = execute_and_score([fetched[i] for _, i in batch], [""] * len(programs), programs, executor,
-                                   reward_set, metric=metric)
+        scored = _scored([fetched[i] for _, i in batch], programs, executor, reward_set, metric)
         for (form, _), sc in zip(batch, scored):
             alive[form] += sc.reward is not None and sc.reward >= below
             answers[form].add(sc.result.answer if sc.result is not None else None)
@@ -180,13 +183,12 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
             n = len(matching[form])
             if alive[form] + max(0, n - done) < PROBE_BAR * n:
                 del alive[form]
-    best: dict = {}
-    for form, right in alive.items():
-        share = right / len(matching[form])
-        if len(answers[form]) >= 2 and (head[form] not in best or (-share, len(form), form) < (
-                -best[head[form]][1], len(best[head[form]][0]), best[head[form]][0])):
-            best[head[form]] = (form, share)
-    return dict(best.values())
+    shares = sorted(((form, right / len(matching[form])) for form, right in alive.items() if len(answers[form]) >= 2),
+                    key=lambda fs: (-fs[1], len(fs[0]), fs[0]))
+    best: dict = {}  # template -> its best form (the highest share, then the shortest)
+    for form, share in shares:
+        best.setdefault(head[form], (form, share))
+    return dict(best.values())  # best first
 
 
 def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> dict:
@@ -207,7 +209,7 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
 
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
            metric: str | None, seed: int, gather=None, library: dict | None = None,
-           probe_rows: list[dict] | None = None) -> tuple[list[Rollout], dict]:
+           probe_rows=None) -> tuple[list[Rollout], dict]:
     """Rollouts for the instances of the general forms search found, and stats.
 
     `families` maps a prompt-family name to its PromptFamily; script families (a `stop`
@@ -215,8 +217,8 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
     ranks' forms and wins, so every world size chooses the same forms; the stats are the
     whole run's. `library` (family name -> forms, newest first) is the run's remembered
     forms: read, and updated in place when `cfg.library` > 0; it is alike on every rank.
-    `probe_rows` (the training questions) prove composed forms (`cfg.compose`); every rank
-    probes alike."""
+    `probe_rows` (the training questions: a list of rows or a `datasets.Dataset`) prove
+    composed forms (`cfg.compose`); every rank probes, and rank 0's verdict binds them all."""
     gather = gather or list
     library = library if library is not None else {}
     groups: dict = defaultdict(list)
@@ -253,8 +255,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             proven = _proven(candidates, probe_rows or [], cfg.probe, cfg.below, executor, reward_set, metric)
             # Every rank probed alike; rank 0's verdict binds all, so a tool timeout on one
             # rank cannot make the ranks' forms (and the collectives that follow) differ.
-            proven = gather([proven])[0]
-            proven = dict(sorted(proven.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0])))  # best first
+            proven = gather([proven])[0]  # best first
             chosen += [form for form in proven if form not in chosen]
             stats["search/composed_forms"] += len(candidates)
             stats["search/proven"] += len(proven)
