@@ -106,6 +106,7 @@ class SearchConfig:
     library: NonNegative[int] = 0  # kept forms remembered across iterations (newest first) and tried again; 0: forgotten
     compose: Annotated[int, Range(ge=0, le=2)] = 0  # also compose programs of up to this many tool calls (1-2) over the question's phrases; 0: off
     probe: Annotated[int, Range(ge=8)] = 16  # training questions of its template a composed form must get right (9 in 10; 8 at least)
+    teach_probe: NonNegative[int] = 0  # also teach a proven composed form on up to this many of the probe questions it got right; 0: off
 
 
 # The one sampler config lives with the sampler (`policies` may not import `train`); its

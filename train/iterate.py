@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from train.config import ConfigError, load_config, save_config, to_dict, to_yaml
-from train.sampling import Loop, mean_reward, questions, replay_candidates, sample_rollouts, training_examples
+from train.sampling import (Loop, mean_reward, prompter, questions, replay_candidates, sample_rollouts,
+                            training_examples)
 from train.setup import build_parser, dry_run, load_data, make_accelerator, validate
 
 
@@ -186,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             if cfg.search.enabled:  # expert iteration: what search finds is taught beside the samples
                 found, search_stats = search(cfg.search, batch, rollouts, selfplay.families, executor, reward_set,
                                              cfg.data.metric, cfg.seed + iteration, gather=gather_object,
-                                             library=library, probe_rows=train_rows)
+                                             library=library, probe_rows=train_rows,
+                                             render=prompter(loop, iteration), shard=(rank, world))
                 selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
             sampled, rollouts = rollouts, rollouts + found
 

@@ -42,6 +42,15 @@ def rescored(ro: Rollout, program: str, sc: Scored, row: dict, metric: str | Non
     return replace(ro, refined=True, **{**_scored(sc, row, metric), "program": program})
 
 
+def written(row: int, prompt: str, prompt_ids: list[int], program: str, prefix: str, sc: Scored, data_row: dict,
+            metric: str | None, prompt_family: str) -> Rollout:
+    """A program search wrote for a question no rollout sampled (a probe question its form
+    was proven on), executed and scored as `sc`: the prompt is taught it."""
+    return replace(Rollout(row, prompt, program[len(prefix):], program, prompt_ids, [], True, None,
+                           prompt_family=prompt_family, searched=True),
+                   **{**_scored(sc, data_row, metric), "program": program})
+
+
 def collect(rows: list[dict], prompts: list[str], generator, n: int, executor, reward_set=None,
             metric: str | None = None, progress: bool = False, desc: str = "generate",
             prompt_family: str = "") -> list[Rollout]:

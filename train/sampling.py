@@ -163,3 +163,12 @@ def replay_candidates(rollouts: list, examples: list, iteration: int, transform)
             for ro, e in zip(rollouts, examples) if not ((ro.refined or ro.searched) and e.weight == 0)
             and (worth := transform(ro.reward)) > 0]
     return gather_object(mine)
+
+
+def prompter(loop: Loop, iteration: int):
+    """(prompt, ids) in a prompt family for rows no rollout sampled, with the shots of
+    `iteration`: the probe questions search teaches a proven form on (`search.teach_probe`)."""
+    def render(name: str, rows: list[dict]) -> list[tuple[str, list[int]]]:
+        prompts, _ = loop.selfplay.prompts(name, loop.tokenizer, rows, iteration, loop.cfg.seed)
+        return [(p, loop.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    return render

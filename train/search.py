@@ -28,6 +28,13 @@ questions still searched are mostly ones the remembered forms fail too, so witho
 search keeps nothing, and `teach_solved` has nothing to teach, while the policy still
 writes a lucky fixed-string program on some of the questions a form would solve.
 
+With `search.teach_probe`, a composed form proven on the probe is also taught on up to that
+many of the probe questions it got right (new rows of the batch, with the iteration's prompt;
+not the iteration's own questions). A template's questions are a few of each batch, while
+the one-line program the policy prefers is right by chance on half of them: taught on three
+questions an iteration, the composed forms did not move the greedy policy in 6 iterations
+(bench/README, section "Composed programs").
+
 No label enters the search itself: forms are chosen by the run's own reward, so a
 label-free reward stays label-free. The draw depends on the questions, not on the rank
 holding them.
@@ -44,7 +51,7 @@ from dataclasses import replace
 from policies.compose import composed, marker, template
 from policies.mutation import api_methods, literal, mutants
 from rewards.combine import execute_and_score
-from train.rollout import Rollout, rescored
+from train.rollout import Rollout, rescored, written
 
 SLOT = "__vprl_question__"
 WHEN = "# when: "  # a phrase form's first line: the question template it applies to
@@ -148,7 +155,8 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     """The candidate forms right (reward >= `below`, as a searched question counts solved)
     on at least `PROBE_BAR` of the first `size` training questions of their template (at
     least `PROBE_MIN` of them), with at least two different answers there (a constant is
-    not a program of the question), best per template: form -> its share right.
+    not a program of the question), best per template: form -> (its share right, the
+    (probe index, program, scored) of each probe question it got right).
 
     The `PROBE_CANDIDATES` commonest (then shortest) candidates are probed, in rounds of
     `PROBE_ROUND` questions; a form that can no longer reach the bar stops, so a guess
@@ -164,6 +172,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     matching = {form: by_template.get(head[form], [])[:size] for form in forms}
     alive = {form: 0 for form in forms if len(matching[form]) >= PROBE_MIN}
     answers: dict = defaultdict(set)
+    right: dict = defaultdict(list)  # form -> (probe index, program, scored) where it was right
     fetched: dict = {}
     done = 0
     while alive and done < size:
@@ -175,8 +184,10 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
                 fetched[i] = probe_rows[i]
         programs = [instance(form, questions[i]) for form, i in batch]
         scored = _scored([fetched[i] for _, i in batch], programs, executor, reward_set, metric)
-        for (form, _), sc in zip(batch, scored):
-            alive[form] += sc.reward is not None and sc.reward >= below
+        for (form, i), program, sc in zip(batch, programs, scored):
+            if sc.reward is not None and sc.reward >= below:
+                alive[form] += 1
+                right[form].append((i, program, sc))
             answers[form].add(sc.result.answer if sc.result is not None else None)
         done += PROBE_ROUND
         for form in list(alive):
@@ -188,7 +199,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     best: dict = {}  # template -> its best form (the highest share, then the shortest)
     for form, share in shares:
         best.setdefault(head[form], (form, share))
-    return dict(best.values())  # best first
+    return {form: (share, right[form]) for form, share in best.values()}  # best first
 
 
 def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> dict:
@@ -207,9 +218,20 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
     return taught
 
 
+def _probe_taught(limit: int, proven: dict, probe_rows, seen: set, shard: tuple[int, int]) -> list[tuple]:
+    """This rank's share of the probe questions each proven form is taught on: the first
+    `limit` it got right that are not questions of this iteration (`seen`: every rank's,
+    by question and id). The ranks split one list, so the world size changes no example."""
+    questions = _column(probe_rows, "question")
+    ids = _column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
+    taught = [(i, program, sc) for _, right in proven.values()
+              for i, program, sc in [r for r in right if (questions[r[0]], ids[r[0]]) not in seen][:limit]]
+    return taught[shard[0]::shard[1]]
+
+
 def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, executor, reward_set,
            metric: str | None, seed: int, gather=None, library: dict | None = None,
-           probe_rows=None) -> tuple[list[Rollout], dict]:
+           probe_rows=None, render=None, shard: tuple[int, int] = (0, 1)) -> tuple[list[Rollout], dict]:
     """Rollouts for the instances of the general forms search found, and stats.
 
     `families` maps a prompt-family name to its PromptFamily; script families (a `stop`
@@ -218,7 +240,10 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
     whole run's. `library` (family name -> forms, newest first) is the run's remembered
     forms: read, and updated in place when `cfg.library` > 0; it is alike on every rank.
     `probe_rows` (the training questions: a list of rows or a `datasets.Dataset`) prove
-    composed forms (`cfg.compose`); every rank probes, and rank 0's verdict binds them all."""
+    composed forms (`cfg.compose`); every rank probes, and rank 0's verdict binds them all.
+    With `cfg.teach_probe`, `render(family name, rows)` gives the (prompt, ids) of the probe
+    questions taught; they are appended to `rows` (this rank's `shard`: (rank, world) of them),
+    so every returned rollout's `row` indexes `rows`."""
     gather = gather or list
     library = library if library is not None else {}
     groups: dict = defaultdict(list)
@@ -227,6 +252,8 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         if family is not None and family.stop is None and not ro.searched:
             groups[(ro.prompt_family, ro.row)].append(ro)
     kept, stats = [], Counter()
+    seen = {key for part in gather([[(r["question"], r.get("id")) for r in rows]]) for key in part} \
+        if cfg.teach_probe else set()  # the iteration's questions, every rank's: not taught twice
     for name in sorted(n for n, f in families.items() if f.stop is None):  # alike on every rank
         family = families[name]
         methods = api_methods(family.api)  # the function set of point mutation, once per family
@@ -284,6 +311,14 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             ro = rescored(groups[(name, row)][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
+        if cfg.teach_probe and proven and render is not None:
+            probed = _probe_taught(cfg.teach_probe, proven, probe_rows, seen, shard)
+            prompts = render(name, [probe_rows[i] for i, _, _ in probed])
+            for (i, program, sc), (prompt, ids) in zip(probed, prompts):
+                rows.append(probe_rows[i])
+                kept.append(written(len(rows) - 1, prompt, ids, program, family.program_prefix, sc, rows[-1],
+                                    metric, name))
+            stats["search/taught_probe"] += sum(gather([len(probed)]))
         if cfg.library:  # this iteration's proven, then general forms first; the oldest remembered fall off
             library[name] = list(dict.fromkeys(list(proven) + general + library.get(name, [])))[: cfg.library]
             stats["search/library"] = len(library[name])

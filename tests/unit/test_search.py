@@ -290,3 +290,38 @@ def test_a_phrase_within_another_or_reading_like_a_slot_is_written_as_it_is():
     whole = lift(PREFIX + '\n    return image_patch.simple_query("Is there a circle?")\n', "Is there a circle?")
     assert instance(whole, "What is __vprl_question__?") == \
         PREFIX + '\n    return image_patch.simple_query("What is __vprl_question__?")\n'
+
+
+def test_teach_probe_teaches_a_proven_form_on_probe_questions_it_got_right_split_across_ranks(executor):
+    """`search.teach_probe`: the proven comparison is also taught on the training questions of
+    its template that proved it (those it got right, not this iteration's), each a new row of
+    the batch with its own prompt; two ranks split that list; off, nothing is added."""
+    rows = comparison_rows(4, seed=1)
+    probe = [rows[0]] + comparison_rows(3 * PROBE_MIN, seed=2)  # a batch question among the probe: not taught twice
+    sampled = [rollout(i, PREFIX + '\n    return "maybe"\n', 0.0) for i in range(len(rows))]
+    families = {"viper_compact": FAMILY}
+
+    def render(name, some):
+        return [(f"{name}: {r['question']}", [len(r["question"])]) for r in some]
+
+    def teach(shard, teach_probe=5):
+        batch = list(rows)
+        found, stats = search(SearchConfig(enabled=True, compose=2, teach_probe=teach_probe), batch, sampled,
+                              families, executor, RewardSet([RewardSpec("correctness")]), "gqa_accuracy", seed=0,
+                              probe_rows=probe, render=render, shard=shard)
+        return batch, [ro for ro in found if ro.row >= len(rows)], stats
+
+    batch, taught, stats = teach((0, 1))
+    assert stats["search/proven"] == 1 and stats["search/taught_probe"] == len(taught) == 5
+    assert len(batch) == len(rows) + 5 and rows[0] not in batch[len(rows):]
+    (form,) = {lift_phrases(ro.program, batch[ro.row]["question"]) for ro in taught}
+    for ro in taught:
+        question = batch[ro.row]["question"]
+        assert ro.searched and ro.reward == 1.0 and ro.program == instance(form, question)
+        assert (ro.prompt, ro.prompt_ids) == (f"viper_compact: {question}", [len(question)])
+        assert ro.completion == ro.program[len(PREFIX):]
+    halves = [teach((r, 2)) for r in (0, 1)]
+    assert sorted(ro.program for _, t, _ in halves for ro in t) == sorted(ro.program for ro in taught)
+    assert [len(t) for _, t, _ in halves] == [3, 2]
+    batch, taught, stats = teach((0, 1), teach_probe=0)
+    assert batch == rows and not taught and "search/taught_probe" not in stats
