@@ -199,6 +199,12 @@ def table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def iteration_of(point: str) -> int:
+    """The 1-based iteration a curve point measures ("base": 0; "iter_NNN" names the 0-based
+    adapter folder), so points of a run evaluated every k iterations sit where they belong."""
+    return 0 if point == "base" else int(point.rsplit("_", 1)[1]) + 1
+
+
 def plot(results: dict, path: Path, title: str | None) -> None:
     import matplotlib
 
@@ -211,7 +217,7 @@ def plot(results: dict, path: Path, title: str | None) -> None:
             rows = [r for r in res["curve"] if r["point"] != "final" and metric in r]
             if not rows:
                 continue
-            xs = list(range(len(rows)))
+            xs = [iteration_of(r["point"]) for r in rows]
             mean = [100 * r[metric][0] for r in rows]
             lo = [100 * r[metric][1] for r in rows]
             hi = [100 * r[metric][2] for r in rows]

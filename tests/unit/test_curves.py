@@ -143,3 +143,21 @@ def test_versus_pairs_arms_by_seed_and_question_and_skips_unfinished_pairs(tmp_p
         "".join(json.dumps({"id": f"other{i}", "accuracy": 1, "logical_accuracy": 1}) + "\n" for i in range(4)))
     with pytest.raises(ValueError, match="different held-out questions"):
         versus([tmp_path / "q" / "x"], [tmp_path / "r0"], "iter_000", replicates=100)
+
+
+def test_the_plot_puts_each_point_at_the_iteration_it_measures(tmp_path, monkeypatch):
+    """A run evaluated every 2 iterations: points at 0, 2, 4, 6, not 0, 1, 2, 3."""
+    import matplotlib.pyplot as plt
+
+    from bench.learning_curve import plot
+
+    shown = []
+    monkeypatch.setattr(plt, "close", shown.append)
+    cell = (0.5, 0.4, 0.6)
+    rows = [{"point": p, "accuracy": cell, "logical_accuracy": cell} for p in ("base", "iter_001", "iter_003", "iter_005")]
+    plot({"arm": {"curve": rows + [{"point": "final", "accuracy": cell}], "seeds": [0], "info": {}}},
+         tmp_path / "curve.png", None)
+    (fig,) = shown
+    for ax in fig.axes:
+        assert list(ax.lines[0].get_xdata()) == [0, 2, 4, 6]
+    assert (tmp_path / "curve.png").is_file()
