@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-CONFIG ?= configs/shapes_search_cpu.yaml
+CONFIG ?= configs/shapes_compose_cpu.yaml
 
 .PHONY: venv venv-gpu system-deps run test test-unit test-integration test-distributed bench clean
 

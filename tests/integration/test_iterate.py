@@ -230,3 +230,22 @@ def test_program_search_teaches_what_sampling_missed(run_iterate, tmp_path):
     assert second["search/questions"] == 0 and second["search/library"] == metrics["search/library"]
     resumed = json.loads((tmp_path / "runs" / "search" / "iterations" / "iter_001" / "state.json").read_text())
     assert resumed["search_library"] == state["search_library"]
+
+
+def test_composed_form_is_proven_and_taught_on_its_probe_questions(run_iterate, tmp_path):
+    """search.compose + search.teach_probe through a real run: on count comparisons the
+    starting policy does not solve, search composes `len(find(..)) > len(find(..))`, proves
+    it on the training questions of its template, and teaches it there too; the update
+    trains on what search wrote."""
+    from envs.data.shapes import build_dataset
+
+    build_dataset(train=48, validation=2, test=2, seed=0, families=["count_compare"],
+                  progress=False).save_to_disk(str(tmp_path / "comparisons"))
+    proc = run_iterate("run_name=compose", "iterations=1", "data.name=files", f"data.path={tmp_path / 'comparisons'}",
+                       "questions_per_iteration=2", "search.enabled=true", "search.compose=2", "search.probe=8",
+                       "search.teach_probe=3", "eval_questions=0", "tracking.mode=disabled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics,) = _metrics(tmp_path / "runs" / "compose")
+    assert metrics.get("search/proven", 0) >= 1
+    assert 1 <= metrics.get("search/taught_probe", 0) <= 3 * metrics["search/proven"]
+    assert metrics["loss/steps"] >= 1
