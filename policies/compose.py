@@ -12,6 +12,11 @@ calls whose string arguments are phrases of the question:
 - builtins join them without a call: `len` of a list, `>`/`<`/`==` of two counts,
   `and`/`or` of two truths, and a documented `(bool) -> str` function or `str()` turns the
   value into the answer;
+- with `attributes`, a list of patches (`find(..) -> list["ImagePatch"]`) gives its first
+  patch, whose documented attributes (the names the class's comments list, such as
+  `horizontal_center`: `attributes`) compare between two phrases' patches with `<` and `>`:
+  "Is the red circle to the left of the blue square?" needs
+  `find(a)[0].horizontal_center < find(b)[0].horizontal_center`;
 - the *phrases* are the question's runs of content words (`phrases`): the words between
   English function words, which in a visual question are the object descriptions.
 
@@ -22,9 +27,12 @@ Nothing here reads an answer: a composed program earns its place by the run's re
 from __future__ import annotations
 
 import ast
+import io
 import itertools
 import json
+import keyword
 import re
+import tokenize
 
 # Closed-class English words (articles, auxiliaries, prepositions, relations of place, quantifiers,
 # question words, conjunctions) and the words questions use to ask about images: what is
@@ -115,6 +123,61 @@ def tools(api: str) -> tuple[dict[str, tuple], dict[str, tuple]]:
     return methods, functions
 
 
+def _element(annotation) -> str | None:
+    """The class a `list["C"]` / `List[C]` annotation holds, or None."""
+    if isinstance(annotation, ast.Subscript):
+        inner = annotation.slice
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            return inner.value
+        if isinstance(inner, ast.Name):
+            return inner.id
+    return None
+
+
+def attributes(api: str) -> dict[str, list[str]]:
+    """Each class's documented attributes, in the order written: the names its comments
+    list, a comment's pieces between `,`, `;`, `:` and comparison signs that are one
+    identifier each (`# left < right, lower < upper; horizontal_center, area.` names six),
+    and its annotated fields (`area: float`). Prose in a comment names nothing. An
+    attribute the runtime lacks costs a failed run: nothing composed from it is proven."""
+    try:
+        tree = ast.parse(api)
+        comments = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(api).readline)
+                    if tok.type == tokenize.COMMENT]
+    except (SyntaxError, tokenize.TokenError, IndentationError):
+        return {}
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        names = [stmt.target.id for stmt in node.body
+                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)]
+        for line, text in comments:
+            if node.lineno <= line <= node.end_lineno:
+                for piece in re.split(r"[,;:<>=]", text.lstrip("#")):
+                    piece = piece.strip().rstrip(".")
+                    if piece.isidentifier() and not keyword.iskeyword(piece):
+                        names.append(piece)
+        if names := list(dict.fromkeys(names)):
+            out[node.name] = names
+    return out
+
+
+def _patch_lists(api: str) -> dict[str, list[str]]:
+    """Method name -> the documented attributes of the patches in the list it returns."""
+    try:
+        tree = ast.parse(api)
+    except SyntaxError:
+        return {}
+    fields, out = attributes(api), {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and (cls := _element(fn.returns)) in fields:
+                    out[fn.name] = fields[cls]
+    return out
+
+
 def patch_name(body_start: str) -> str | None:
     """The variable the prompt's first body line binds (`image_patch = ImagePatch(image)`)."""
     try:
@@ -126,16 +189,19 @@ def patch_name(body_start: str) -> str | None:
     return None
 
 
-def expressions(api: str, patch: str, question: str, quote, calls: int = 2) -> list[str]:
+def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attributes: bool = False) -> list[str]:
     """Every answer expression (type str) of at most `calls` tool calls (1 or 2) over the
     question's phrases and the question itself, shortest first. `quote` writes a string
-    literal (the caller's style)."""
+    literal (the caller's style); `attributes` adds the comparisons of found patches'
+    documented attributes."""
     methods, functions = tools(api)
+    patch_lists = _patch_lists(api) if attributes else {}
     words = phrases(question)
     parts = [quote(w) for w in words]
     whole = parts + ([quote(question)] if question not in words else [])
     one = {"str": [], "bool": [], "int": [], "list": []}  # values of one tool call, by kind
     single = []  # truths of one-argument calls: what `and`/`or` join
+    firsts: dict[str, list[str]] = {}  # attribute -> the first patch of each one-phrase list call
     for name, (params, ret) in sorted(methods.items()):
         if not params or any(p != "str" for p in params):
             continue
@@ -144,23 +210,32 @@ def expressions(api: str, patch: str, question: str, quote, calls: int = 2) -> l
             one[ret].append(f"{patch}.{name}({', '.join(args)})")
             if ret == "bool" and len(params) == 1:
                 single.append(one[ret][-1])
+            if len(params) == 1 and args[0] in parts:
+                for field in patch_lists.get(name, ()):
+                    firsts.setdefault(field, []).append(f"{one[ret][-1]}[0].{field}")
     counts = one["int"] + [f"len({x})" for x in one["list"]]
     truths = list(one["bool"])
     if calls >= 2:
         truths += [f"{a} {op} {b}" for a, b in itertools.permutations(counts, 2) for op in (">", "<")]
         truths += [f"{a} == {b}" for a, b in itertools.combinations(counts, 2)]
         truths += [f"{a} {op} {b}" for a, b in itertools.combinations(single, 2) for op in ("and", "or")]
+        # Both signs, as counts: the form then keeps the question's order of its phrases and the
+        # relation picks the sign. With one sign over both orders, seed 0 wrote `a.left < b.left`
+        # for "a to the right of b" too (bench/README, section "Spatial relations").
+        truths += [f"{a} {op} {b}" for values in firsts.values() for a, b in itertools.permutations(values, 2)
+                   for op in ("<", ">")]
     as_answer = [name for name, (params, ret) in sorted(functions.items()) if params == ("bool",) and ret == "str"]
     answers = list(one["str"]) + [f"str({c})" for c in counts]
     answers += [f"{fn}({t})" for fn in as_answer[:1] for t in truths]
     return sorted(dict.fromkeys(answers), key=len)
 
 
-def composed(prefix: str, body_start: str, api: str, question: str, calls: int = 2, quote=json.dumps) -> list[str]:
+def composed(prefix: str, body_start: str, api: str, question: str, calls: int = 2, quote=json.dumps,
+             attributes: bool = False) -> list[str]:
     """Whole programs (`prefix` + one return line) for `expressions`; none when the
     prompt's first line binds no patch variable."""
     patch = patch_name(body_start)
     if patch is None or calls < 1:
         return []
     indent = body_start[: len(body_start) - len(body_start.lstrip())] or "    "
-    return [f"{prefix}\n{indent}return {expr}\n" for expr in expressions(api, patch, question, quote, calls)]
+    return [f"{prefix}\n{indent}return {expr}\n" for expr in expressions(api, patch, question, quote, calls, attributes)]

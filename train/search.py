@@ -123,14 +123,15 @@ def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, rew
     return [(form, row, program, sc) for (form, row, program), sc in zip(pairs, scored)]
 
 
-def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, calls: int) -> Counter:
+def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, calls: int, attributes: bool) -> Counter:
     """Phrase forms of the composed programs (`policies.compose`) that beat a searched
     question's samples there, with how many searched questions each came from. A program
     that reads no phrase (the whole question only) is not run: it lifts to no phrase form."""
     programs, owners, forms_of = [], [], []
     for row in sorted(todo):
         question = rows[row]["question"]
-        for program in composed(family.program_prefix, family.body_start, family.api, question, calls, quote=literal):
+        for program in composed(family.program_prefix, family.body_start, family.api, question, calls, quote=literal,
+                                attributes=attributes):
             if (form := lift_phrases(program, question)) is not None:
                 programs.append(program)
                 owners.append(row)
@@ -277,7 +278,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
         chosen += [form for form in remembered if form not in chosen]
         proven = {}  # composed phrase forms proven on the probe: general wherever their template applies
         if cfg.compose:
-            candidates = _composed_forms(family, todo, rows, executor, reward_set, metric, cfg.compose)
+            candidates = _composed_forms(family, todo, rows, executor, reward_set, metric, cfg.compose, cfg.attributes)
             candidates = sum((Counter(c) for c in gather([dict(candidates)])), Counter())
             proven = _proven(candidates, probe_rows or [], cfg.probe, cfg.below, executor, reward_set, metric)
             # Every rank probed alike; rank 0's verdict binds all, so a tool timeout on one

@@ -80,3 +80,41 @@ def test_another_api_gets_its_own_programs():
     found = expressions(with_answer, "scene", "Are there more cats than dogs?", quote=lambda s: repr(s))
     assert "yesno(scene.count('cats') > scene.count('dogs'))" in found
     assert "yesno(scene.has('cats') and scene.has('dogs'))" in found
+
+
+def test_documented_attributes_of_found_patches_compare_between_two_phrases():
+    """The class comment's listed names are attributes; `find` returns patches, so with
+    `attributes` its first patch's attributes compare between two phrases, in both orders
+    and with both signs (the question's order with the relation's sign is among them)."""
+    from policies.compose import attributes
+    assert attributes(FAMILY.api) == {"ImagePatch": ["left", "right", "lower", "upper", "horizontal_center",
+                                                     "vertical_center", "area"]}
+    question = "Is the red circle to the right of the blue square?"
+    found = expressions(FAMILY.api, "image_patch", question, quote=repr, attributes=True)
+    x = "image_patch.find('{}')[0].horizontal_center"
+    for a, op, b in [("red circle", ">", "blue square"), ("blue square", "<", "red circle"),
+                     ("red circle", "<", "blue square")]:
+        assert f"bool_to_yesno({x.format(a)} {op} {x.format(b)})" in found
+    assert not any(f"find('{question}')[0]" in e for e in found)  # the whole question is no phrase
+    assert not any("[0]." in e for e in expressions(FAMILY.api, "image_patch", question, quote=repr))  # off
+    assert not any("[0]." in e for e in expressions(FAMILY.api, "image_patch", question, quote=repr, calls=1,
+                                                      attributes=True))  # two calls
+    programs = composed(PREFIX, FAMILY.body_start, FAMILY.api, question, attributes=True)
+    assert set(composed(PREFIX, FAMILY.body_start, FAMILY.api, question)) < set(programs)
+    for program in programs:
+        ast.parse(program)
+    api = '''class Box:
+    # An object found.  Prose: its words are no attributes.
+    # width, height
+    x: float
+    def near(self, other: str) -> bool: ...
+class Scene:
+    def boxes(self, name: str) -> list[Box]: ...
+    def names(self, name: str) -> list[str]: ...
+def yesno(value: bool) -> str: ...
+'''
+    assert attributes(api) == {"Box": ["x", "width", "height"]}
+    found = expressions(api, "scene", "Is the cat above the dog?", quote=repr, attributes=True)
+    assert "yesno(scene.boxes('cat')[0].height > scene.boxes('dog')[0].height)" in found
+    assert not any("names('cat')[0]" in e for e in found)  # a list of strings has no documented attributes
+    assert attributes("class (:") == {}

@@ -13,6 +13,7 @@ from envs.data.scene import Obj, Scene
 from envs.execution import Executor
 from envs.prompts import get_family
 from envs.tools import open_backend
+from policies.compose import marker
 from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
 from train.sampling import training_examples
@@ -325,3 +326,45 @@ def test_teach_probe_teaches_a_proven_form_on_probe_questions_it_got_right_split
     assert [len(t) for _, t, _ in halves] == [3, 2]
     batch, taught, stats = teach((0, 1), teach_probe=0)
     assert batch == rows and not taught and "search/taught_probe" not in stats
+
+
+def left_rows(n: int, seed: int = 0) -> list[dict]:
+    """`n` two-object scenes asking "Is the A to the left of the B?", labelled from the layout."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        (ca, sa), (cb, sb) = rng.sample([(c, s) for c in ("red", "blue", "green") for s in ("circle", "square")], 2)
+        xa, xb = rng.sample((50, 128, 206), 2)
+        ya, yb = rng.sample((60, 128, 196), 2)
+        image = render(Scene([Obj(sa, ca, "small", xa, ya), Obj(sb, cb, "small", xb, yb)]))
+        out.append({"id": f"left{i}", "image": image, "answer": "yes" if xa < xb else "no",
+                    "question": f"Is the {ca} {sa} to the left of the {cb} {sb}?"})
+    return out
+
+
+def test_composed_search_proves_a_spatial_relation_from_the_patches_documented_attributes(executor):
+    """"Is the A to the left of the B?" needs the found patches' coordinates, which the API
+    documents as attributes in a comment: compose compares them, the probe proves the form
+    on training questions of the template, and it is taught on the batch."""
+    rows, probe = left_rows(4, seed=1), left_rows(3 * PROBE_MIN, seed=2)
+    assert {r["answer"] for r in probe} == {"yes", "no"}
+    sampled = [rollout(i, PREFIX + '\n    return image_patch.simple_query("What color is this?")\n', 0.0)
+               for i in range(len(rows))]
+    library = {}
+    assert run(rows, sampled, executor, compose=2, probe_rows=probe)[1]["search/proven"] == 0  # not without
+    found, stats = run(rows, sampled, executor, library=library, library_size=4, compose=2, attributes=True,
+                       probe_rows=probe)
+    assert stats["search/proven"] == 1
+    (form,) = [f for f in library["viper_compact"] if f.startswith(WHEN)]
+    # The question's order of its phrases, the sign the relation needs.
+    assert "[0]." in form and " < " in form and form.index(marker(0)) < form.index(marker(1), form.index("return"))
+    assert {ro.row for ro in found} == set(range(len(rows))) and all(ro.reward == 1.0 for ro in found)
+    # Every label flipped means "to the right of": the other order is proven instead.
+    flip = lambda rs: [{**r, "answer": {"yes": "no", "no": "yes"}[r["answer"]]} for r in rs]  # noqa: E731
+    other = {}
+    run(flip(rows), sampled, executor, compose=2, attributes=True, probe_rows=flip(probe), library=other,
+        library_size=4)
+    (reverse,) = [f for f in other["viper_compact"] if f.startswith(WHEN)]
+    assert "[0]." in reverse and " > " in reverse and reverse == form.replace(" < ", " > ")
