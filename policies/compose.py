@@ -144,7 +144,7 @@ def attributes(api: str) -> dict[str, list[str]]:
         tree = ast.parse(api)
         comments = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(api).readline)
                     if tok.type == tokenize.COMMENT]
-    except (SyntaxError, tokenize.TokenError, IndentationError):
+    except (SyntaxError, tokenize.TokenError):
         return {}
     out = {}
     for node in tree.body:
