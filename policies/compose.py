@@ -13,8 +13,8 @@ calls whose string arguments are phrases of the question:
   `and`/`or` of two truths, and a documented `(bool) -> str` function or `str()` turns the
   value into the answer;
 - with `attributes`, a list of patches (`find(..) -> list["ImagePatch"]`) gives its first
-  patch, whose documented attributes (the names the class's comments list, such as
-  `horizontal_center`: `attributes`) compare between two phrases' patches with `<` and `>`:
+  patch, whose documented attributes (`documented_attributes`: the names the class's
+  comments list, such as `horizontal_center`) compare between two phrases' patches with `<` and `>`:
   "Is the red circle to the left of the blue square?" needs
   `find(a)[0].horizontal_center < find(b)[0].horizontal_center`;
 - the *phrases* are the question's runs of content words (`phrases`): the words between
@@ -134,7 +134,7 @@ def _element(annotation) -> str | None:
     return None
 
 
-def attributes(api: str) -> dict[str, list[str]]:
+def documented_attributes(api: str) -> dict[str, list[str]]:
     """Each class's documented attributes, in the order written: the names its comments
     list, a comment's pieces between `,`, `;`, `:` and comparison signs that are one
     identifier each (`# left < right, lower < upper; horizontal_center, area.` names six),
@@ -169,7 +169,7 @@ def _patch_lists(api: str) -> dict[str, list[str]]:
         tree = ast.parse(api)
     except SyntaxError:
         return {}
-    fields, out = attributes(api), {}
+    fields, out = documented_attributes(api), {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             for fn in node.body:

@@ -86,8 +86,8 @@ def test_documented_attributes_of_found_patches_compare_between_two_phrases():
     """The class comment's listed names are attributes; `find` returns patches, so with
     `attributes` its first patch's attributes compare between two phrases, in both orders
     and with both signs (the question's order with the relation's sign is among them)."""
-    from policies.compose import attributes
-    assert attributes(FAMILY.api) == {"ImagePatch": ["left", "right", "lower", "upper", "horizontal_center",
+    from policies.compose import documented_attributes
+    assert documented_attributes(FAMILY.api) == {"ImagePatch": ["left", "right", "lower", "upper", "horizontal_center",
                                                      "vertical_center", "area"]}
     question = "Is the red circle to the right of the blue square?"
     found = expressions(FAMILY.api, "image_patch", question, quote=repr, attributes=True)
@@ -113,8 +113,8 @@ class Scene:
     def names(self, name: str) -> list[str]: ...
 def yesno(value: bool) -> str: ...
 '''
-    assert attributes(api) == {"Box": ["x", "width", "height"]}
+    assert documented_attributes(api) == {"Box": ["x", "width", "height"]}
     found = expressions(api, "scene", "Is the cat above the dog?", quote=repr, attributes=True)
     assert "yesno(scene.boxes('cat')[0].height > scene.boxes('dog')[0].height)" in found
     assert not any("names('cat')[0]" in e for e in found)  # a list of strings has no documented attributes
-    assert attributes("class (:") == {}
+    assert documented_attributes("class (:") == {}
