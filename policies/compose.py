@@ -238,4 +238,5 @@ def composed(prefix: str, body_start: str, api: str, question: str, calls: int =
     if patch is None or calls < 1:
         return []
     indent = body_start[: len(body_start) - len(body_start.lstrip())] or "    "
-    return [f"{prefix}\n{indent}return {expr}\n" for expr in expressions(api, patch, question, quote, calls, attributes)]
+    return [f"{prefix}\n{indent}return {expr}\n"
+            for expr in expressions(api, patch, question, quote, calls, attributes)]
