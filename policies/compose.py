@@ -27,6 +27,7 @@ Nothing here reads an answer: a composed program earns its place by the run's re
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import itertools
 import json
@@ -97,6 +98,9 @@ def _kind(annotation) -> str | None:
     return base if base in ("str", "bool", "int") else None
 
 
+# Cached: search composes for every searched question with the same listing, and the
+# results are only read.
+@functools.lru_cache(maxsize=16)
 def tools(api: str) -> tuple[dict[str, tuple], dict[str, tuple]]:
     """The API's typed callables: (methods, functions), each name -> (parameter kinds,
     return kind); only those whose every parameter and return are typed. Methods are
@@ -163,6 +167,7 @@ def documented_attributes(api: str) -> dict[str, list[str]]:
     return out
 
 
+@functools.lru_cache(maxsize=16)
 def _patch_lists(api: str) -> dict[str, list[str]]:
     """Method name -> the documented attributes of the patches in the list it returns."""
     try:
