@@ -138,9 +138,14 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     if cfg.objective.name == "eq8":
         weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
     else:  # the transform (e.g. ViUniT's threshold) shapes the reward; advantages may be negative
-        shaped = [None if ro.reward is None else reward_to_weight(ro.reward, w.transform, w.threshold, False)
-                  for ro in rollouts]
-        weights = group_advantages(groups, shaped, cfg.objective.name)
+        # A searched program is a demonstration, not a sample of the policy: it weighs its reward,
+        # as under Eq. 8, and stays out of the baseline. In its question's group it would cancel
+        # the samples' baseline, and a probe question it alone was written for is a group of one
+        # (advantage 0): the proven form would teach nothing there.
+        shaped = [None if ro.reward is None or ro.searched
+                  else reward_to_weight(ro.reward, w.transform, w.threshold, False) for ro in rollouts]
+        weights = [reward_to_weight(ro.reward, w.transform, w.threshold, True) if ro.searched else a
+                   for ro, a in zip(rollouts, group_advantages(groups, shaped, cfg.objective.name))]
     if w.skip_settled:
         weights = skip_settled(groups, weights)
     for ro, weight in zip(rollouts, weights):
