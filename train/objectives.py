@@ -14,7 +14,9 @@ Every objective is a per-token surrogate whose gradient, at the sampling policy,
 policy that sampled the programs, so several optimizer steps per batch (epochs > 1,
 small batches) stay near it. `kl_coef > 0` adds β·KL to the starting policy (the model
 with its LoRA adapter disabled), with the k3 estimator GRPO uses. A group whose rewards
-are all equal teaches nothing under rloo/grpo: every A is exactly 0.
+are all equal teaches nothing under rloo/grpo: every A is exactly 0. A program search
+found (`searched`) is not the policy's sample: it weighs its reward, as under Eq. 8, and
+stays out of its question's baseline (train/sampling.py).
 """
 
 from __future__ import annotations

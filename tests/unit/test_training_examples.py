@@ -43,6 +43,25 @@ def test_rloo_weights_are_signed_advantages_per_question():
     assert weights == pytest.approx([1.0, -0.5, -0.5, 0.0, 0.0, 0.0, 1.0, -1.0])
 
 
+@pytest.mark.parametrize("objective", ["rloo", "grpo"])
+def test_a_searched_program_weighs_its_reward_outside_its_questions_baseline(objective):
+    """Search's programs are demonstrations, not samples: the samples' advantages are their
+    own group's, and a probe question only search wrote for (a group of one) still teaches."""
+    from dataclasses import replace
+
+    loop = _loop()
+    loop.cfg.objective.name = objective
+    loop.selfplay.training_completion = lambda ro, family, tokenizer: [9]  # the found program's tokens
+    samples = _rollouts([[0.0, 0.0, 0.0], [1.0, 0.0]])
+    found = [replace(_rollout(0, 1.0), searched=True), replace(_rollout(1, 1.0), searched=True),
+             replace(_rollout(2, 1.0), searched=True), replace(_rollout(3, 0.0), searched=True)]
+    weights = [e.weight for e in training_examples(loop, samples + found)]
+    alone = [e.weight for e in training_examples(loop, samples)]
+    assert weights[:5] == pytest.approx(alone)  # the searched programs move no sample's advantage
+    assert alone[:3] == [0.0, 0.0, 0.0] and alone[3] > 0 > alone[4]
+    assert weights[5:] == [1.0, 1.0, 1.0, 0.0]  # the probe-only question (row 2) too; a wrong one weighs 0
+
+
 def test_informative_counts_questions_whose_programs_disagree():
     from train.sampling import informative
 
