@@ -138,10 +138,10 @@ def training_examples(loop: Loop, rollouts: list) -> list:
     if cfg.objective.name == "eq8":
         weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
     else:  # the transform (e.g. ViUniT's threshold) shapes the reward; advantages may be negative
-        # A searched program is a demonstration, not a sample of the policy: it weighs its reward,
-        # as under Eq. 8, and stays out of the baseline. In its question's group it would cancel
-        # the samples' baseline, and a probe question it alone was written for is a group of one
-        # (advantage 0): the proven form would teach nothing there.
+        # A searched program is a demonstration, not a sample of the policy: it weighs its reward
+        # clipped at 0 (Eq. 8's default) and stays out of the baseline. In its question's group it
+        # would move the samples' baseline, and a probe question it alone was written for is a
+        # group of one (advantage 0): the proven form would teach nothing there.
         shaped = [None if ro.reward is None or ro.searched
                   else reward_to_weight(ro.reward, w.transform, w.threshold, False) for ro in rollouts]
         weights = [reward_to_weight(ro.reward, w.transform, w.threshold, True) if ro.searched else a

@@ -87,8 +87,8 @@ def test_documented_attributes_of_found_patches_compare_between_two_phrases():
     `attributes` its first patch's attributes compare between two phrases, in both orders
     and with both signs (the question's order with the relation's sign is among them)."""
     from policies.compose import documented_attributes
-    assert documented_attributes(FAMILY.api) == {"ImagePatch": ["left", "right", "lower", "upper", "horizontal_center",
-                                                     "vertical_center", "area"]}
+    assert documented_attributes(FAMILY.api) == {"ImagePatch": ["left", "right", "lower", "upper",
+                                                                "horizontal_center", "vertical_center", "area"]}
     question = "Is the red circle to the right of the blue square?"
     found = expressions(FAMILY.api, "image_patch", question, quote=repr, attributes=True)
     x = "image_patch.find('{}')[0].horizontal_center"
