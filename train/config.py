@@ -88,6 +88,9 @@ class ObjectiveConfig:
     max_sampling_rounds: AtLeast1[int] = 3  # the rollout budget: rounds x questions_per_iteration x programs_per_question
     replay_capacity: NonNegative[int] = 0  # rewarded programs of earlier iterations trained on again; 0: no replay
     replay_decay: Annotated[float, Range(gt=0, le=1)] = 0.5  # a replayed program's weight: reward x decay^age (iterations)
+    # rloo/grpo: a searched program's reward also joins its question's baseline, so samples of a
+    # question search solved are pushed down even where all of them were wrong.
+    demo_baseline: bool = False
 
 
 @dataclass

@@ -29,10 +29,12 @@ OBJECTIVES = ("eq8", "rloo", "grpo")
 GRPO_EPS = 1e-4  # keeps A finite for a group of near-equal rewards
 
 
-def group_advantages(groups: list, rewards: list[float | None], objective: str) -> list[float]:
+def group_advantages(groups: list, rewards: list[float | None], objective: str,
+                     baseline_only: list[bool] | None = None) -> list[float]:
     """One advantage per program from its question's group (`groups[i]` is program i's
     question key). A program without a reward (None/NaN) gets 0 and leaves its group's
-    baseline alone; a group with one rewarded program has no baseline and gets 0."""
+    baseline alone; a group with one rewarded program has no baseline and gets 0. A program
+    marked in `baseline_only` counts in its group's baseline and gets 0 itself."""
     if objective not in ("rloo", "grpo"):
         raise ValueError(f"unknown group objective {objective!r}; use rloo or grpo")
     members: dict = {}
@@ -46,12 +48,13 @@ def group_advantages(groups: list, rewards: list[float | None], objective: str) 
             continue
         values = [float(rewards[i]) for i in idx]
         mean = sum(values) / n
-        if objective == "rloo":  # r_i − (Σ_j≠i r_j)/(n−1) = n/(n−1) · (r_i − mean)
-            for i, r in zip(idx, values):
+        std = math.sqrt(sum((r - mean) ** 2 for r in values) / (n - 1))
+        for i, r in zip(idx, values):
+            if baseline_only and baseline_only[i]:
+                continue
+            if objective == "rloo":  # r_i − (Σ_j≠i r_j)/(n−1) = n/(n−1) · (r_i − mean)
                 out[i] = (r - mean) * n / (n - 1)
-        else:
-            std = math.sqrt(sum((r - mean) ** 2 for r in values) / (n - 1))
-            for i, r in zip(idx, values):
+            else:
                 out[i] = 0.0 if r == mean else (r - mean) / (std + GRPO_EPS)
     return out
 

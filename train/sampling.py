@@ -139,13 +139,17 @@ def training_examples(loop: Loop, rollouts: list) -> list:
         weights = [reward_to_weight(ro.reward, w.transform, w.threshold, w.clip_negative) for ro in rollouts]
     else:  # the transform (e.g. ViUniT's threshold) shapes the reward; advantages may be negative
         # A searched program is a demonstration, not a sample of the policy: it weighs its reward
-        # clipped at 0 (Eq. 8's default) and stays out of the baseline. In its question's group it
-        # would move the samples' baseline, and a probe question it alone was written for is a
-        # group of one (advantage 0): the proven form would teach nothing there.
-        shaped = [None if ro.reward is None or ro.searched
+        # clipped at 0 (Eq. 8's default), since a probe question it alone was written for is a
+        # group of one (advantage 0) and the proven form would teach nothing there. It stays out
+        # of the baseline unless `demo_baseline`: then four wrong samples beside a right
+        # demonstration are pushed down, where alone they tie at advantage 0. Either baseline
+        # leaves the gradient unbiased, as neither depends on the sample it is subtracted from.
+        into_baseline = cfg.objective.demo_baseline
+        shaped = [None if ro.reward is None or (ro.searched and not into_baseline)
                   else reward_to_weight(ro.reward, w.transform, w.threshold, False) for ro in rollouts]
+        advantages = group_advantages(groups, shaped, cfg.objective.name, [ro.searched for ro in rollouts])
         weights = [reward_to_weight(ro.reward, w.transform, w.threshold, True) if ro.searched else a
-                   for ro, a in zip(rollouts, group_advantages(groups, shaped, cfg.objective.name))]
+                   for ro, a in zip(rollouts, advantages)]
     if w.skip_settled:
         weights = skip_settled(groups, weights)
     for ro, weight in zip(rollouts, weights):

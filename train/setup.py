@@ -128,6 +128,9 @@ def _check_objective(cfg: Config) -> None:
     if cfg.objective.dynamic_sampling and cfg.programs_per_question < 2:
         raise ConfigError("objective.dynamic_sampling needs programs_per_question >= 2: one program per "
                           "question never disagrees with itself")
+    if cfg.objective.demo_baseline and cfg.objective.name == "eq8":
+        raise ConfigError("objective.demo_baseline moves a group's baseline, and eq8 has none: set "
+                          "objective.name=rloo or grpo, or demo_baseline=false")
     if cfg.objective.name != "eq8" and cfg.programs_per_question < 2:
         raise ConfigError(f"objective.name={cfg.objective.name} compares programs of one question: set "
                           "programs_per_question >= 2, or use objective.name=eq8")

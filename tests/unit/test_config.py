@@ -159,3 +159,13 @@ def test_tracking_wandb_is_the_old_spelling_of_mode_disabled():
         assert load_config(None, ["tracking.wandb=true", "tracking.mode=offline"]).tracking.mode == "offline"
     with pytest.raises(ConfigError, match="tracking.wandb must be true or false"):
         load_config(None, ["tracking.wandb=sometimes"])
+
+
+def test_validate_refuses_demo_baseline_under_eq8():
+    """Eq. 8 has no baseline for a demonstration to join; the flag would do nothing there."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="objective.demo_baseline .* set objective.name=rloo or grpo") as info:
+        validate(load_config(None, ["objective.demo_baseline=true"]))
+    assert "\n" not in str(info.value)
+    validate(load_config(None, ["objective.demo_baseline=true", "objective.name=rloo"]))

@@ -38,6 +38,15 @@ def test_programs_without_a_reward_get_zero_and_leave_the_baseline_alone():
     assert adv == pytest.approx([1.0, 0.0, -1.0, 0.0, 0.0])  # a group of one has no baseline
 
 
+@pytest.mark.parametrize("objective", ["rloo", "grpo"])
+def test_a_baseline_only_program_moves_the_baseline_and_gets_zero(objective):
+    adv = group_advantages(["q"] * 4, [0.0, 0.0, 0.0, 1.0], objective, [False, False, False, True])
+    full = group_advantages(["q"] * 4, [0.0, 0.0, 0.0, 1.0], objective)
+    assert adv == pytest.approx(full[:3] + [0.0])  # the samples see the same group, the marked one gets 0
+    assert adv[0] < 0  # three wrong samples beside a right one are pushed down; alone they tie at 0
+    assert group_advantages(["q"] * 3, [0.0] * 3, objective) == [0.0] * 3
+
+
 def test_unknown_group_objective_is_refused():
     with pytest.raises(ValueError, match="rloo or grpo"):
         group_advantages(["q"], [1.0], "eq8")

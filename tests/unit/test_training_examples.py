@@ -62,6 +62,22 @@ def test_a_searched_program_weighs_its_reward_outside_its_questions_baseline(obj
     assert weights[5:] == [1.0, 1.0, 1.0, 0.0]  # the probe-only question (row 2) too; a wrong one weighs 0
 
 
+def test_with_demo_baseline_a_searched_programs_reward_joins_its_questions_baseline():
+    """objective.demo_baseline: three wrong samples beside a right searched program get
+    r - mean(others) = 0 - 1/3 each (rloo); the searched program still weighs its reward."""
+    from dataclasses import replace
+
+    loop = _loop()
+    loop.cfg.objective.name, loop.cfg.objective.demo_baseline = "rloo", True
+    loop.selfplay.training_completion = lambda ro, family, tokenizer: [9]
+    samples = _rollouts([[0.0, 0.0, 0.0], [1.0, 0.0]])
+    found = [replace(_rollout(0, 1.0), searched=True), replace(_rollout(1, 1.0), searched=True),
+             replace(_rollout(2, 1.0), searched=True)]
+    weights = [e.weight for e in training_examples(loop, samples + found)]
+    # question 0: n = 4, mean 1/4, 4/3 (0 - 1/4); question 1: n = 3, mean 2/3, 3/2 (r - 2/3)
+    assert weights == pytest.approx([-1 / 3] * 3 + [0.5, -1.0] + [1.0, 1.0, 1.0])
+
+
 def test_informative_counts_questions_whose_programs_disagree():
     from train.sampling import informative
 
