@@ -71,11 +71,13 @@ def rollout_metrics(records: list[RolloutRecord], reward_names: list[str], famil
         fam = [r for r in records if r.prompt_family == name]
         m[f"rollout/{name}/accuracy"] = mean_std(r.accuracy for r in fam)[0]
         m[f"rollout/{name}/pass_rate"] = mean_std(float(r.status == "ok") for r in fam)[0]
-    total = sum(r.weight for r in records)
-    for kind in sorted({r.question_family for r in records if r.question_family}):  # where the weight goes
+    # Where the learning signal goes: shares of |weight|, since rloo/grpo advantages of one
+    # question sum to about 0 and a signed total near 0 made the shares explode (-7e9).
+    total = sum(abs(r.weight) for r in records)
+    for kind in sorted({r.question_family for r in records if r.question_family}):
         rows = [r for r in records if r.question_family == kind]
         m[f"rollout/by_question/{kind}/accuracy"] = mean_std(r.accuracy for r in rows)[0]
-        m[f"rollout/by_question/{kind}/weight_share"] = sum(r.weight for r in rows) / max(total, 1e-9)
+        m[f"rollout/by_question/{kind}/weight_share"] = sum(abs(r.weight) for r in rows) / total if total else 0.0
     return m
 
 
