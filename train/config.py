@@ -81,6 +81,9 @@ class ObjectiveConfig:
 
     name: Literal["eq8", "rloo", "grpo"] = "eq8"  # eq8: ViUniT's reward-weighted NLL | rloo: reward minus the other programs' mean | grpo: group z-score (negative weights allowed)
     clip_eps: NonNegative[float] = 0.0  # PPO clip of the ratio to the sampling policy (e.g. 0.2); 0: no ratio
+    # DAPO's decoupled clip: the ratio's upper bound is 1 + clip_eps_high (0: 1 + clip_eps). A wide
+    # upper bound lets right programs rise freely while wrong ones fall at most to 1 - clip_eps.
+    clip_eps_high: NonNegative[float] = 0.0
     kl_coef: NonNegative[float] = 0.0  # beta of KL(policy || starting policy), k3 estimator; 0: no KL term
     # DAPO's dynamic sampling: draw rounds of questions_per_iteration fresh questions until that
     # many have programs that disagree (a nonzero group advantage), at most max_sampling_rounds.

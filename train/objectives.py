@@ -12,7 +12,8 @@ Every objective is a per-token surrogate whose gradient, at the sampling policy,
 
 `clip_eps > 0` adds PPO's clipped importance ratio (Schulman et al. 2017) against the
 policy that sampled the programs, so several optimizer steps per batch (epochs > 1,
-small batches) stay near it. `kl_coef > 0` adds β·KL to the starting policy (the model
+small batches) stay near it; `clip_eps_high` widens its upper bound alone (DAPO, Yu et
+al. 2025), so a wrong program's push-down is bounded while a right one's rise is not. `kl_coef > 0` adds β·KL to the starting policy (the model
 with its LoRA adapter disabled), with the k3 estimator GRPO uses. A group whose rewards
 are all equal teaches nothing under rloo/grpo: every A is exactly 0. A program search
 found (`searched`) is not the policy's sample: it weighs its reward, as under Eq. 8, and
@@ -61,20 +62,21 @@ def group_advantages(groups: list, rewards: list[float | None], objective: str,
 
 def token_losses(logp: torch.Tensor, advantages: torch.Tensor, old_logp: torch.Tensor | None = None,
                  clip_eps: float = 0.0, ref_logp: torch.Tensor | None = None,
-                 kl_coef: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+                 kl_coef: float = 0.0, clip_eps_high: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token surrogate loss [b, c] and per-token KL [b, c] (zeros without a reference).
 
     `logp` are the current log-probs of the completion tokens; `advantages` one per row.
     Without a ratio the loss is −A·logp (Eq. 8's w·NLL for A = w). With `clip_eps` it is
-    PPO's −min(ρA, clip(ρ, 1−ε, 1+ε)A), ρ = exp(logp − old_logp): where the clip binds,
-    the token's gradient is exactly 0.
+    PPO's −min(ρA, clip(ρ, 1−ε, 1+ε_high)A), ρ = exp(logp − old_logp), with ε_high =
+    `clip_eps_high` or, when that is 0, ε (DAPO's decoupled clip): where the clip binds, the
+    token's gradient is exactly 0.
     """
     a = advantages.to(logp.dtype)[:, None]
     if clip_eps > 0:
         if old_logp is None:
             raise ValueError("clip_eps > 0 needs the sampling policy's log-probs (old_logp)")
         ratio = torch.exp(logp - old_logp.detach())
-        loss = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
+        loss = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + (clip_eps_high or clip_eps)) * a)
     else:
         loss = -a * logp
     kl = torch.zeros_like(logp)

@@ -128,6 +128,9 @@ def _check_objective(cfg: Config) -> None:
     if cfg.objective.dynamic_sampling and cfg.programs_per_question < 2:
         raise ConfigError("objective.dynamic_sampling needs programs_per_question >= 2: one program per "
                           "question never disagrees with itself")
+    if cfg.objective.clip_eps_high and not cfg.objective.clip_eps:
+        raise ConfigError("objective.clip_eps_high widens the ratio clip, but clip_eps=0 computes no ratio: "
+                          "set objective.clip_eps (e.g. 0.2), or clip_eps_high=0")
     if cfg.objective.demo_baseline and cfg.objective.name == "eq8":
         raise ConfigError("objective.demo_baseline moves a group's baseline, and eq8 has none: set "
                           "objective.name=rloo or grpo, or demo_baseline=false")

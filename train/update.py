@@ -239,6 +239,7 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
     from accelerate.utils import gather_object
 
     clip_eps = float(getattr(objective, "clip_eps", 0.0) or 0.0)
+    clip_high = float(getattr(objective, "clip_eps_high", 0.0) or 0.0) or clip_eps
     kl_coef = float(getattr(objective, "kl_coef", 0.0) or 0.0)
     world, rank = accelerator.num_processes, accelerator.process_index
     everything = gather_object(list(examples)) if world > 1 else list(examples)
@@ -288,14 +289,15 @@ def run_update(accelerator, model, optimizer, examples: list[Example], cfg, pad_
                     c = mask.shape[1]
                     old = _padded([anchors[id(e)]["old"] for e in part], c).to(logp.device) if clip_eps else None
                     ref = _padded([anchors[id(e)]["ref"] for e in part], c).to(logp.device) if kl_coef else None
-                    per_token, kl_tokens = token_losses(logp, batch["weights"], old, clip_eps, ref, kl_coef)
+                    per_token, kl_tokens = token_losses(logp, batch["weights"], old, clip_eps, ref, kl_coef, clip_high)
                     share = reduce_tokens(per_token, mask, cfg.token_reduction).sum() / normalizer
                     if part is filler:  # its zero weight does not silence the KL term: it must add nothing
                         share = share * 0.0
                     kl = reduce_tokens(kl_tokens.detach(), mask, "mean").double().sum().cpu()
                     if old is not None:
                         ratio = torch.exp(logp.detach() - old)
-                        clipped = (((ratio - 1).abs() > clip_eps) * mask).double().sum().cpu()
+                        outside = (ratio < 1 - clip_eps) | (ratio > 1 + clip_high)
+                        clipped = (outside * mask).double().sum().cpu()
                 else:  # Eq. 8 (and rloo/grpo without ratio or KL): Σ w·NLL / N
                     share = weighted_loss(nll, batch["weights"], normalizer)
                 if _finite_everywhere(accelerator, share):

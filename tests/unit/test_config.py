@@ -169,3 +169,13 @@ def test_validate_refuses_demo_baseline_under_eq8():
         validate(load_config(None, ["objective.demo_baseline=true"]))
     assert "\n" not in str(info.value)
     validate(load_config(None, ["objective.demo_baseline=true", "objective.name=rloo"]))
+
+
+def test_validate_refuses_clip_eps_high_without_a_ratio():
+    """The decoupled upper bound needs the ratio that clip_eps turns on."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="objective.clip_eps_high .* set objective.clip_eps") as info:
+        validate(load_config(None, ["objective.name=rloo", "objective.clip_eps_high=0.28"]))
+    assert "\n" not in str(info.value)
+    validate(load_config(None, ["objective.name=rloo", "objective.clip_eps=0.2", "objective.clip_eps_high=0.28"]))

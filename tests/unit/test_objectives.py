@@ -52,10 +52,10 @@ def test_unknown_group_objective_is_refused():
         group_advantages(["q"], [1.0], "eq8")
 
 
-def _grad(adv, logp_values, old=None, clip=0.0, ref=None, kl=0.0):
+def _grad(adv, logp_values, old=None, clip=0.0, ref=None, kl=0.0, clip_high=0.0):
     logp = torch.tensor([logp_values], requires_grad=True)
     loss, _ = token_losses(logp, torch.tensor([adv]), None if old is None else torch.tensor([old]), clip,
-                           None if ref is None else torch.tensor([ref]), kl)
+                           None if ref is None else torch.tensor([ref]), kl, clip_high)
     loss.sum().backward()
     return logp.grad[0].tolist()
 
@@ -73,6 +73,16 @@ def test_clipping_zeroes_the_gradient_where_the_ratio_left_its_band():
     logp = [math.log(1.5), math.log(1.1), math.log(0.5)]
     assert _grad(1.0, logp, old, clip=0.2) == pytest.approx([0.0, -1.1, -0.5])
     assert _grad(-1.0, logp, old, clip=0.2) == pytest.approx([1.5, 1.1, 0.0])
+
+
+def test_decoupled_clip_widens_only_the_upper_bound():
+    """DAPO's clip(ρ, 1−ε, 1+ε_high): with ε_high = 4 a right program's token at ρ = 1.5 or 3
+    still rises (−A·ρ), while a wrong program's token below 1−ε still gets none."""
+    old = [0.0, 0.0, 0.0, 0.0]
+    logp = [math.log(1.5), math.log(3.0), math.log(6.0), math.log(0.5)]
+    assert _grad(1.0, logp, old, clip=0.2, clip_high=4.0) == pytest.approx([-1.5, -3.0, 0.0, -0.5])
+    assert _grad(-1.0, logp, old, clip=0.2, clip_high=4.0) == pytest.approx([1.5, 3.0, 6.0, 0.0])
+    assert _grad(1.0, logp, old, clip=0.2) == _grad(1.0, logp, old, clip=0.2, clip_high=0.2)  # 0: symmetric
 
 
 def test_clipping_bounds_the_ratio_the_objective_rewards():
@@ -122,6 +132,17 @@ def test_several_epochs_report_clipping_and_kl():
                       batch_size=2)
     assert stats["loss/clip_fraction"] > 0 and stats["loss/kl"] > 0
     assert stats["loss/steps"] == 6  # 4 programs x 3 epochs, 2 per step
+
+
+def test_decoupled_clip_through_the_update_counts_tokens_outside_its_own_band():
+    """Several epochs under a symmetric clip and under DAPO's wide upper bound: the update
+    reads clip_eps_high (the adapters differ) and reports fewer clipped tokens with it."""
+    examples = _examples(4, weights=[1.0, -0.5, 0.25, -1.0])
+    sym, s_stats = _delta(examples, objective=ObjectiveConfig(name="rloo", clip_eps=0.05), epochs=3, batch_size=2)
+    wide, w_stats = _delta(examples, objective=ObjectiveConfig(name="rloo", clip_eps=0.05, clip_eps_high=10.0),
+                           epochs=3, batch_size=2)
+    assert not torch.allclose(sym, wide, atol=1e-7)
+    assert 0 < w_stats["loss/clip_fraction"] < s_stats["loss/clip_fraction"]
 
 
 def test_kl_trains_zero_advantage_programs_too():
