@@ -13,8 +13,8 @@ Every objective is a per-token surrogate whose gradient, at the sampling policy,
 `clip_eps > 0` adds PPO's clipped importance ratio (Schulman et al. 2017) against the
 policy that sampled the programs, so several optimizer steps per batch (epochs > 1,
 small batches) stay near it; `clip_eps_high` widens its upper bound alone (DAPO, Yu et
-al. 2025), so a wrong program's push-down is bounded while a right one's rise is not. `kl_coef > 0` adds β·KL to the starting policy (the model
-with its LoRA adapter disabled), with the k3 estimator GRPO uses. A group whose rewards
+al. 2025), so a wrong program's push-down is bounded while a right one's rise is not.
+`kl_coef > 0` adds β·KL to the starting policy (the model with its LoRA adapter disabled), with the k3 estimator GRPO uses. A group whose rewards
 are all equal teaches nothing under rloo/grpo: every A is exactly 0. A program search
 found (`searched`) is not the policy's sample: it weighs its reward, as under Eq. 8, and
 stays out of its question's baseline (train/sampling.py).
