@@ -94,6 +94,9 @@ class ObjectiveConfig:
     # rloo/grpo: a searched program's reward also joins its question's baseline, so samples of a
     # question search solved are pushed down even where all of them were wrong.
     demo_baseline: bool = False
+    # Each sampled program also scored on up to this many other training questions of its template
+    # (train/template_tests.py); its reward becomes the mean, so a yes/no guess scores near a half. 0: off
+    template_tests: NonNegative[int] = 0
 
 
 @dataclass

@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.tracking import Tracker, rollout_table
     from train.replay import ReplayBuffer
     from train.search import search
+    from train.template_tests import template_scored
     from train.update import NonFiniteLoss, configure_accelerator, reward_to_weight, run_update
 
     # ------------------------------------------------------------------ setup
@@ -190,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
                                              library=library, probe_rows=train_rows,
                                              render=prompter(loop, iteration), shard=(rank, world))
                 selfplay_metrics.update({**search_stats, "time/search": time.time() - t0})
+            if cfg.objective.template_tests:  # after search, which reads each question's own reward
+                rollouts, tested = template_scored(rollouts, batch, train_rows, cfg.objective.template_tests,
+                                                   selfplay.families, executor, reward_set, cfg.data.metric)
+                selfplay_metrics.update(tested)
             sampled, rollouts = rollouts, rollouts + found
 
             # ---------------------------------------------------- rewards -> weights (Eq. 8 / advantages) -> update

@@ -73,10 +73,11 @@ def lift(program: str, question: str) -> str | None:
     return None
 
 
-def lift_phrases(program: str, question: str) -> str | None:
+def lift_phrases(program: str, question: str, require_phrase: bool = True) -> str | None:
     """The program's phrase form: its strings that are phrases of the question made slots,
     headed by the question's template (`policies.compose.template`), so it applies to the
-    questions that ask the same thing of other objects. None when it reads no phrase.
+    questions that ask the same thing of other objects. None when it reads no phrase, unless
+    not `require_phrase` (a constant or the whole question is a form of its template too).
 
     One pass, longest literal first: a phrase's literal inside the question's own literal
     is not replaced there (`"red"` within `'Is the word "red" on the sign?'`)."""
@@ -85,7 +86,7 @@ def lift_phrases(program: str, question: str) -> str | None:
     slots.update({quoted: marker(k) for k, word in enumerate(words) for quoted in _quoted(word)})
     pattern = "|".join(re.escape(q) for q in sorted(slots, key=len, reverse=True))
     body = re.sub(pattern, lambda m: slots[m.group()], program)
-    if not any(marker(k) in body for k in range(len(words))):
+    if require_phrase and not any(marker(k) in body for k in range(len(words))):
         return None
     return WHEN + json.dumps(shape, ensure_ascii=False) + "\n" + body
 

@@ -121,6 +121,8 @@ def _downloadable(cfg: Config) -> bool:
 
 
 def _check_objective(cfg: Config) -> None:
+    from train.search import PROBE_MIN
+
     if cfg.eval_every > 1 and cfg.early_stopping.monitor.startswith("eval/"):
         raise ConfigError(f"early_stopping.monitor={cfg.early_stopping.monitor} reads the held-out evaluation of "
                           f"every iteration, but eval_every={cfg.eval_every} skips some; set eval_every=1 "
@@ -131,6 +133,9 @@ def _check_objective(cfg: Config) -> None:
     if cfg.objective.clip_eps_high and not cfg.objective.clip_eps:
         raise ConfigError("objective.clip_eps_high widens the ratio clip, but clip_eps=0 computes no ratio: "
                           "set objective.clip_eps (e.g. 0.2), or clip_eps_high=0")
+    if 0 < cfg.objective.template_tests < PROBE_MIN:
+        raise ConfigError(f"objective.template_tests={cfg.objective.template_tests} is fewer than the {PROBE_MIN} "
+                          f"questions a template needs to be tested; set it to 0 or at least {PROBE_MIN} (e.g. 16)")
     if cfg.objective.demo_baseline and cfg.objective.name == "eq8":
         raise ConfigError("objective.demo_baseline moves a group's baseline, and eq8 has none: set "
                           "objective.name=rloo or grpo, or demo_baseline=false")

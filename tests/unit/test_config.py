@@ -179,3 +179,13 @@ def test_validate_refuses_clip_eps_high_without_a_ratio():
         validate(load_config(None, ["objective.name=rloo", "objective.clip_eps_high=0.28"]))
     assert "\n" not in str(info.value)
     validate(load_config(None, ["objective.name=rloo", "objective.clip_eps=0.2", "objective.clip_eps_high=0.28"]))
+
+
+def test_validate_refuses_template_tests_too_few_to_test_a_template():
+    """A template needs PROBE_MIN test questions; a smaller size would test nothing, silently."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="objective.template_tests=4 .* set it to 0 or at least 8") as info:
+        validate(load_config(None, ["objective.template_tests=4"]))
+    assert "\n" not in str(info.value)
+    validate(load_config(None, ["objective.template_tests=16"]))

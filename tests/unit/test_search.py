@@ -18,6 +18,7 @@ from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
 from train.sampling import training_examples
 from train.rollout import Rollout
+from tests.helpers.comparisons import comparison_rows
 from train.search import PROBE_MIN, WHEN, instance, lift, lift_phrases, search
 
 FAMILY = get_family("viper_compact")
@@ -202,24 +203,6 @@ def test_two_ranks_choose_the_forms_one_process_chooses(rows, executor):
 
 
 COMPARE = ('\n    return bool_to_yesno(len(image_patch.find("{a}")) > len(image_patch.find("{b}")))\n')
-
-
-def comparison_rows(n: int, seed: int = 0) -> list[dict]:
-    """`n` scenes asking "Are there more A than B?" of varying colours and shapes, labelled."""
-    import random
-
-    rng = random.Random(seed)
-    cells = [(x, y) for x in (40, 100, 160, 220) for y in (40, 110, 180)]
-    out = []
-    for i in range(n):
-        (ca, sa), (cb, sb) = rng.sample([(c, s) for c in ("red", "blue", "green") for s in ("circle", "square")], 2)
-        na, nb = rng.sample(range(4), 2)
-        places = rng.sample(cells, na + nb)
-        objects = [Obj(sa, ca, "small", *places[k]) for k in range(na)] + [
-            Obj(sb, cb, "small", *places[na + k]) for k in range(nb)]
-        out.append({"id": f"cmp{i}", "image": render(Scene(objects)), "answer": "yes" if na > nb else "no",
-                    "question": f"Are there more {ca} {sa}s than {cb} {sb}s?"})
-    return out
 
 
 def test_a_phrase_form_applies_to_the_questions_of_its_template_only():
