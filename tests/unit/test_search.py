@@ -18,7 +18,7 @@ from rewards.combine import RewardSet
 from train.config import Config, RewardSpec, SearchConfig
 from train.sampling import training_examples
 from train.rollout import Rollout
-from tests.helpers.comparisons import comparison_rows
+from tests.helpers.comparisons import comparison_rows, shapes_executor
 from train.search import PROBE_MIN, WHEN, instance, lift, lift_phrases, search
 
 FAMILY = get_family("viper_compact")
@@ -30,10 +30,8 @@ WRONG_YES = PREFIX + '\n    return "yes"\n'
 
 @pytest.fixture(scope="module")
 def executor():
-    tools = open_backend("shapes-cv", {})
-    with Executor(workers=1, backend=tools.spec) as ex:
+    with shapes_executor() as ex:
         yield ex
-    tools.close()
 
 
 @pytest.fixture

@@ -6,11 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from envs.execution import Executor
 from envs.prompts import get_family
-from envs.tools import open_backend
 from rewards.combine import RewardSet
-from tests.helpers.comparisons import comparison_rows
+from tests.helpers.comparisons import comparison_rows, shapes_executor
 from train.config import RewardSpec
 from train.objectives import group_advantages
 from train.rollout import Rollout
@@ -27,10 +25,8 @@ YES = '\n    return "yes"\n'
 
 @pytest.fixture(scope="module")
 def executor():
-    tools = open_backend("shapes-cv", {})
-    with Executor(workers=1, backend=tools.spec) as ex:
+    with shapes_executor() as ex:
         yield ex
-    tools.close()
 
 
 def phrases(question: str) -> tuple[str, str]:
