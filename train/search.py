@@ -153,6 +153,14 @@ def _column(rows, key: str) -> list:
         return [row[key] for row in rows]
 
 
+def questions_by_template(questions: list[str]) -> dict[str, list[int]]:
+    """Template (as a form's `WHEN` line holds it) -> the indices of the questions that have it, in order."""
+    out: dict = defaultdict(list)
+    for i, question in enumerate(questions):
+        out[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
+    return out
+
+
 def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, reward_set, metric) -> dict:
     """The candidate forms right (reward >= `below`, as a searched question counts solved)
     on at least `PROBE_BAR` of the first `size` training questions of their template (at
@@ -166,10 +174,8 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     forms = [f for f, _ in sorted(candidates.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][:PROBE_CANDIDATES]
     if not forms:
         return {}
-    by_template: dict = defaultdict(list)  # each probe question's template, computed once
     questions = _column(probe_rows, "question")
-    for i, question in enumerate(questions):
-        by_template[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
+    by_template = questions_by_template(questions)  # each probe question's template, computed once
     head = {form: form.split("\n", 1)[0][len(WHEN):] for form in forms}
     matching = {form: by_template.get(head[form], [])[:size] for form in forms}
     alive = {form: 0 for form in forms if len(matching[form]) >= PROBE_MIN}

@@ -20,20 +20,9 @@ score the logs report) stays the program's own.
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from dataclasses import replace
 
-from policies.compose import template
-from train.search import PROBE_MIN, WHEN, _column, _scored, instance, lift_phrases
-
-
-def _by_template(probe_rows) -> dict[str, list[int]]:
-    """Template (as JSON) -> the indices of the training questions that have it, in order."""
-    out: dict = defaultdict(list)
-    for i, question in enumerate(_column(probe_rows, "question")):
-        out[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
-    return out
+from train.search import PROBE_MIN, WHEN, _column, _scored, instance, lift_phrases, questions_by_template
 
 
 def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, families: dict, executor,
@@ -45,7 +34,7 @@ def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, fam
     if not size or not rollouts:
         return rollouts, {}
     questions = _column(probe_rows, "question")
-    by_template = _by_template(probe_rows)
+    by_template = questions_by_template(questions)
     plan = {}  # rollout index -> (form, the test questions' indices)
     for k, ro in enumerate(rollouts):
         family = families.get(ro.prompt_family)

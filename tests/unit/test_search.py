@@ -15,10 +15,10 @@ from envs.prompts import get_family
 from envs.tools import open_backend
 from policies.compose import marker
 from rewards.combine import RewardSet
+from tests.helpers.comparisons import comparison_rows, shapes_executor
 from train.config import Config, RewardSpec, SearchConfig
 from train.sampling import training_examples
 from train.rollout import Rollout
-from tests.helpers.comparisons import comparison_rows, shapes_executor
 from train.search import PROBE_MIN, WHEN, instance, lift, lift_phrases, search
 
 FAMILY = get_family("viper_compact")
