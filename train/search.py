@@ -42,6 +42,7 @@ holding them.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -109,7 +110,7 @@ def instance(form: str, question: str) -> str | None:
     return _SLOTS.sub(lambda m: fill[int(m.group(1))] if m.group(1) is not None else literal(question), form)
 
 
-def _scored(rows, programs: list[str], executor, reward_set, metric) -> list:
+def score_programs(rows, programs: list[str], executor, reward_set, metric) -> list:
     """Whole programs run on their rows in one sandbox batch and scored by the run's reward."""
     return execute_and_score(rows, [""] * len(programs), programs, executor, reward_set,
                              metric=metric) if programs else []
@@ -120,7 +121,7 @@ def _tried(forms: list[str], targets: list[int], rows: list[dict], executor, rew
     pairs = [(form, row, program) for form in forms for row in targets
              if (program := instance(form, rows[row]["question"])) is not None]
     programs = [program for _, _, program in pairs]
-    scored = _scored([rows[row] for _, row, _ in pairs], programs, executor, reward_set, metric)
+    scored = score_programs([rows[row] for _, row, _ in pairs], programs, executor, reward_set, metric)
     return [(form, row, program, sc) for (form, row, program), sc in zip(pairs, scored)]
 
 
@@ -137,7 +138,7 @@ def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, call
                 programs.append(program)
                 owners.append(row)
                 forms_of.append(form)
-    scored = _scored([rows[row] for row in owners], programs, executor, reward_set, metric)
+    scored = score_programs([rows[row] for row in owners], programs, executor, reward_set, metric)
     forms: Counter = Counter()
     for row, form, sc in zip(owners, forms_of, scored):
         if sc.reward is not None and (todo[row] is None or sc.reward > todo[row]):
@@ -145,7 +146,7 @@ def _composed_forms(family, todo: dict, rows, executor, reward_set, metric, call
     return forms
 
 
-def _column(rows, key: str) -> list:
+def column(rows, key: str) -> list:
     """A column of `rows`: a `datasets.Dataset` reads it without decoding an image."""
     try:
         return list(rows[key])
@@ -154,11 +155,17 @@ def _column(rows, key: str) -> list:
 
 
 def questions_by_template(questions: list[str]) -> dict[str, list[int]]:
-    """Template (as a form's `WHEN` line holds it) -> the indices of the questions that have it, in order."""
+    """Template (as a form's `WHEN` line holds it) -> the indices of the questions that have it, in order.
+    Search and template tests both ask it of the same training questions each iteration: computed once."""
+    return _by_template(tuple(questions))
+
+
+@functools.lru_cache(maxsize=2)
+def _by_template(questions: tuple[str, ...]) -> dict[str, list[int]]:
     out: dict = defaultdict(list)
     for i, question in enumerate(questions):
         out[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
-    return out
+    return dict(out)
 
 
 def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, reward_set, metric) -> dict:
@@ -174,7 +181,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     forms = [f for f, _ in sorted(candidates.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))][:PROBE_CANDIDATES]
     if not forms:
         return {}
-    questions = _column(probe_rows, "question")
+    questions = column(probe_rows, "question")
     by_template = questions_by_template(questions)  # each probe question's template, computed once
     head = {form: form.split("\n", 1)[0][len(WHEN):] for form in forms}
     matching = {form: by_template.get(head[form], [])[:size] for form in forms}
@@ -191,7 +198,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
             if i not in fetched:
                 fetched[i] = probe_rows[i]
         programs = [instance(form, questions[i]) for form, i in batch]
-        scored = _scored([fetched[i] for _, i in batch], programs, executor, reward_set, metric)
+        scored = score_programs([fetched[i] for _, i in batch], programs, executor, reward_set, metric)
         for (form, i), program, sc in zip(batch, programs, scored):
             if sc.reward is not None and sc.reward >= below:
                 alive[form] += 1
@@ -230,8 +237,8 @@ def _probe_taught(limit: int, proven: dict, probe_rows, seen: set, shard: tuple[
     """This rank's share of the probe questions each proven form is taught on: the first
     `limit` it got right that are not questions of this iteration (`seen`: every rank's,
     by question and id). The ranks split one list, so the world size changes no example."""
-    questions = _column(probe_rows, "question")
-    ids = _column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
+    questions = column(probe_rows, "question")
+    ids = column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
     taught = [(i, program, sc) for _, right in proven.values()
               for i, program, sc in [r for r in right if (questions[r[0]], ids[r[0]]) not in seen][:limit]]
     return taught[shard[0]::shard[1]]

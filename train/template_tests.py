@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from train.search import PROBE_MIN, WHEN, _column, _scored, instance, lift_phrases, questions_by_template
+from train.search import PROBE_MIN, WHEN, column, instance, lift_phrases, questions_by_template, score_programs
 
 
 def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, families: dict, executor,
@@ -33,7 +33,7 @@ def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, fam
     One sandbox batch: each distinct form runs once per test question."""
     if not size or not rollouts:
         return rollouts, {}
-    questions = _column(probe_rows, "question")
+    questions = column(probe_rows, "question")
     by_template = questions_by_template(questions)
     plan = {}  # rollout index -> (form, the test questions' indices)
     for k, ro in enumerate(rollouts):
@@ -47,7 +47,7 @@ def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, fam
             plan[k] = (form, tuple(tests[:size]))
     pairs = sorted({(form, i) for form, tests in plan.values() for i in tests}, key=lambda p: (p[1], p[0]))
     programs = [instance(form, questions[i]) for form, i in pairs]
-    scored = _scored([probe_rows[i] for _, i in pairs], programs, executor, reward_set, metric)
+    scored = score_programs([probe_rows[i] for _, i in pairs], programs, executor, reward_set, metric)
     score = {pair: (sc.reward or 0.0) for pair, sc in zip(pairs, scored)}
     out, moved = list(rollouts), []
     for k, (form, tests) in plan.items():
