@@ -47,7 +47,9 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 from policies.compose import composed, marker, template
 from policies.mutation import api_methods, literal, mutants
@@ -154,18 +156,19 @@ def column(rows, key: str) -> list:
         return [row[key] for row in rows]
 
 
-def questions_by_template(questions: list[str]) -> dict[str, list[int]]:
+def questions_by_template(questions: list[str]) -> Mapping[str, tuple[int, ...]]:
     """Template (as a form's `WHEN` line holds it) -> the indices of the questions that have it, in order.
-    Search and template tests both ask it of the same training questions each iteration: computed once."""
+    Search and template tests both ask it of the same training questions every iteration, so it is
+    computed once and shared: read-only, as every caller holds the same object."""
     return _by_template(tuple(questions))
 
 
 @functools.lru_cache(maxsize=2)
-def _by_template(questions: tuple[str, ...]) -> dict[str, list[int]]:
+def _by_template(questions: tuple[str, ...]) -> Mapping[str, tuple[int, ...]]:
     out: dict = defaultdict(list)
     for i, question in enumerate(questions):
         out[json.dumps(template(question)[0], ensure_ascii=False)].append(i)
-    return dict(out)
+    return MappingProxyType({key: tuple(indices) for key, indices in out.items()})
 
 
 def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, reward_set, metric) -> dict:
@@ -182,9 +185,9 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
     if not forms:
         return {}
     questions = column(probe_rows, "question")
-    by_template = questions_by_template(questions)  # each probe question's template, computed once
+    by_template = questions_by_template(questions)
     head = {form: form.split("\n", 1)[0][len(WHEN):] for form in forms}
-    matching = {form: by_template.get(head[form], [])[:size] for form in forms}
+    matching = {form: by_template.get(head[form], ())[:size] for form in forms}
     alive = {form: 0 for form in forms if len(matching[form]) >= PROBE_MIN}
     answers: dict = defaultdict(set)
     right: dict = defaultdict(list)  # form -> (probe index, program, scored) where it was right

@@ -42,7 +42,7 @@ def template_scored(rollouts: list, rows: list[dict], probe_rows, size: int, fam
             continue
         question = rows[ro.row]["question"]
         form = lift_phrases(ro.program, question, require_phrase=False)
-        tests = [i for i in by_template.get(form.split("\n", 1)[0][len(WHEN):], []) if questions[i] != question]
+        tests = [i for i in by_template.get(form.split("\n", 1)[0][len(WHEN):], ()) if questions[i] != question]
         if len(tests) >= PROBE_MIN:
             plan[k] = (form, tuple(tests[:size]))
     pairs = sorted({(form, i) for form, tests in plan.values() for i in tests}, key=lambda p: (p[1], p[0]))
