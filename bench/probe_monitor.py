@@ -16,10 +16,10 @@ the probe monitor would have published beside what the run published. Held-out a
 comes from the run's own `eval/` records; an adapter without them is named, with the
 `vprl eval` command that measures it. No held-out label is read to choose anything.
 
-    python bench/probe_monitor.py --runs curves/sp8s0/runs/attr1024-s0 curves/sp8s1/runs/attr1024-s1 \\
-        curves/sp8s2/runs/attr1024-s2 --out curves/probe_monitor.json
+    python bench/probe_monitor.py --runs curves/sp8s2/runs/attr1024-s2 curves/sp8s0/runs/attr1024-s0 \\
+        curves/sp8s1c/runs/attr1024-s1 --out curves/probe_monitor_c.json
 
-Scores are cached in `--out` per run and adapter, so an interrupted sweep resumes.
+Scores are cached in `--out` per run, probe size and adapter, so an interrupted sweep resumes.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def probe_scores(run_dir: Path, probe_questions: int | None, cached: dict) -> dict[int, float]:
+def probe_scores(run_dir: Path, probe_questions: int, cached: dict) -> dict[int, float]:
     """Adapter (-1: initial) -> its probe reward, as the trainer computes it after each update."""
     import rewards
     from envs.execution import Executor
@@ -50,7 +50,6 @@ def probe_scores(run_dir: Path, probe_questions: int | None, cached: dict) -> di
     from train.setup import load_data, make_accelerator
 
     cfg = load_config(run_dir / "config.yaml")
-    n = probe_questions or cfg.early_stopping.probe_questions
     adapters = [-1] + ckpt.completed_iterations(run_dir)
     todo = [k for k in adapters if str(k) not in cached]
     if todo:
@@ -67,7 +66,7 @@ def probe_scores(run_dir: Path, probe_questions: int | None, cached: dict) -> di
                 closing(Executor(timeout_s=cfg.env.timeout_s, memory_mb=cfg.env.memory_mb, workers=cfg.env.workers,
                                  backend=tools.spec)) as executor:
             loop = Loop(cfg, accelerator, tokenizer, generator, executor, reward_set, selfplay, train_rows, [])
-            batch = questions(loop, "probe", n)
+            batch = questions(loop, "probe", probe_questions)
             for k in todo:
                 load_lora_weights(policy, ckpt.adapter_dir(run_dir, k))
                 generator.load_adapter()
@@ -89,13 +88,14 @@ def replay(scores: dict[int, float], patience: int, min_delta: float, enabled: b
     return stopper.best_policy, None
 
 
-def held_out(run_dir: Path, k: int) -> float | None:
-    """Held-out accuracy (%) of adapter k from the run's own records, if it was evaluated."""
-    path = run_dir / "eval" / ("base.jsonl" if k < 0 else f"iter_{k:03d}.jsonl")
-    if not path.is_file():
-        return None
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return 100 * sum(r["accuracy"] for r in rows) / len(rows)
+def held_out(points: dict, k: int) -> float | None:
+    """Held-out accuracy (%) of adapter k from a run's own records (`train.curves.read_run`'s
+    points), if it was evaluated."""
+    from train.curves import BASE
+    from train.heldout import point_name
+
+    rows = points.get(BASE if k < 0 else point_name(k))
+    return 100 * sum(r["accuracy"] for r in rows) / len(rows) if rows else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,13 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from train import checkpoint as ckpt
     from train.config import load_config
+    from train.curves import read_run
+
+    def size(run_dir: Path) -> int:
+        return args.probe_questions or load_config(run_dir / "config.yaml").early_stopping.probe_questions
+
+    def key(run_dir: Path) -> str:  # scores of another probe size are other scores
+        return f"{run_dir} probe={size(run_dir)}"
 
     saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
     for run_dir in args.runs:
         if not (run_dir / "config.yaml").is_file():
             sys.exit(f"probe_monitor: error: {run_dir} has no config.yaml; pass a run folder (runs/<name>)")
-        saved[str(run_dir)] = cache = saved.get(str(run_dir), {})
-        probe_scores(run_dir, args.probe_questions, cache)
+        saved[key(run_dir)] = cache = saved.get(key(run_dir), {})
+        probe_scores(run_dir, size(run_dir), cache)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(saved, indent=1))
@@ -124,12 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for run_dir in args.runs:
         cfg = load_config(run_dir / "config.yaml")
-        scores = {int(k): v for k, v in saved[str(run_dir)].items()}
+        scores = {int(k): v for k, v in saved[key(run_dir)].items()}
         best = json.loads((run_dir / "best" / "best.json").read_text())["iteration"] \
             if (run_dir / "best" / "best.json").is_file() else None
         chosen, stop = replay(scores, cfg.early_stopping.patience, cfg.early_stopping.min_delta,
                               cfg.early_stopping.enabled)
-        acc = [held_out(run_dir, k) if k is not None else None for k in (best, chosen)]
+        points = read_run(run_dir)["points"]
+        acc = [held_out(points, k) if k is not None else None for k in (best, chosen)]
         shown = ["-" if a is None else f"{a:.1f}" for a in acc]
         print(f"| {run_dir.name} | {', '.join(f'{scores[k]:.3f}' for k in sorted(scores))} | "
               f"{'-' if best is None else best + 1} | {chosen + 1}, {'-' if stop is None else stop + 1} | "

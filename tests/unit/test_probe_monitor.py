@@ -4,6 +4,7 @@ stop exactly where the trainer's EarlyStopper would, given the same scores in th
 import json
 
 from bench.probe_monitor import held_out, replay
+from train.curves import read_run
 
 
 def test_the_best_adapter_is_published_and_a_tie_goes_to_the_later_one():
@@ -30,5 +31,7 @@ def test_held_out_accuracy_is_read_from_the_run_records_or_is_none(tmp_path):
     (tmp_path / "eval").mkdir()
     rows = [{"accuracy": 1.0}, {"accuracy": 0.0}, {"accuracy": 1.0}, {"accuracy": 1.0}]
     (tmp_path / "eval" / "iter_004.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert held_out(tmp_path, 4) == 75.0
-    assert held_out(tmp_path, 3) is None and held_out(tmp_path, -1) is None
+    (tmp_path / "eval" / "base.jsonl").write_text(json.dumps({"accuracy": 0.0}) + "\n")
+    points = read_run(tmp_path)["points"]
+    assert held_out(points, 4) == 75.0 and held_out(points, -1) == 0.0
+    assert held_out(points, 3) is None
