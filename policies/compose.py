@@ -17,6 +17,10 @@ calls whose string arguments are phrases of the question:
   comments list, such as `horizontal_center`) compare between two phrases' patches with `<` and `>`:
   "Is the red circle to the left of the blue square?" needs
   `find(a)[0].horizontal_center < find(b)[0].horizontal_center`;
+- with `attributes` and three calls, the patches of one phrase's list that stand in such a
+  relation to another phrase's first patch give their first one, which a `(str) -> str`
+  method asks about: "What color is the small object to the left of the red circle?" needs
+  `[p for p in find(a) if p.horizontal_center < find(b)[0].horizontal_center][0].simple_query(q)`;
 - the *phrases* are the question's runs of content words (`phrases`): the words between
   English function words, which in a visual question are the object descriptions.
 
@@ -195,10 +199,11 @@ def patch_name(body_start: str) -> str | None:
 
 
 def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attributes: bool = False) -> list[str]:
-    """Every answer expression (type str) of at most `calls` tool calls (1 or 2) over the
+    """Every answer expression (type str) of at most `calls` tool calls (1 to 3) over the
     question's phrases and the question itself, shortest first. `quote` writes a string
     literal (the caller's style); `attributes` adds the comparisons of found patches'
-    documented attributes."""
+    documented attributes, and with three calls the questions asked of the first patch a
+    comparison selects."""
     methods, functions = tools(api)
     patch_lists = _patch_lists(api) if attributes else {}
     words = phrases(question)
@@ -207,6 +212,7 @@ def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attr
     one = {"str": [], "bool": [], "int": [], "list": []}  # values of one tool call, by kind
     single = []  # truths of one-argument calls: what `and`/`or` join
     firsts: dict[str, list[str]] = {}  # attribute -> the first patch of each one-phrase list call
+    lists: dict[str, list[str]] = {}  # attribute -> each one-phrase list call whose patches document it
     for name, (params, ret) in sorted(methods.items()):
         if not params or any(p != "str" for p in params):
             continue
@@ -218,6 +224,7 @@ def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attr
             if len(params) == 1 and args[0] in parts:
                 for field in patch_lists.get(name, ()):
                     firsts.setdefault(field, []).append(f"{one[ret][-1]}[0].{field}")
+                    lists.setdefault(field, []).append(one[ret][-1])
     counts = one["int"] + [f"len({x})" for x in one["list"]]
     truths = list(one["bool"])
     if calls >= 2:
@@ -229,9 +236,17 @@ def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attr
         # for "a to the right of b" too (bench/README, section "Spatial relations").
         truths += [f"{a} {op} {b}" for values in firsts.values() for a, b in itertools.permutations(values, 2)
                    for op in ("<", ">")]
+    asked = [name for name, (params, ret) in sorted(methods.items()) if params == ("str",) and ret == "str"]
+    selected = []  # a list call filtered by a relation to another list's first patch: the third call
+    if calls >= 3:
+        var = "p" if patch != "p" else "q"
+        selected = [f"[{var} for {var} in {a} if {var}.{field} {op} {b}[0].{field}][0]"
+                    for field, values in lists.items() for a, b in itertools.permutations(values, 2)
+                    for op in ("<", ">")]
     as_answer = [name for name, (params, ret) in sorted(functions.items()) if params == ("bool",) and ret == "str"]
     answers = list(one["str"]) + [f"str({c})" for c in counts]
     answers += [f"{fn}({t})" for fn in as_answer[:1] for t in truths]
+    answers += [f"{s}.{name}({arg})" for s in selected for name in asked for arg in whole]
     return sorted(dict.fromkeys(answers), key=len)
 
 

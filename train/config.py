@@ -113,7 +113,7 @@ class SearchConfig:
     below: Annotated[float, Range(gt=0)] = 1.0  # a question is searched when its best sampled reward is below this
     teach_solved: bool = False  # teach a kept form on the solved questions too, where it does as well as their best sample
     library: NonNegative[int] = 0  # kept forms remembered across iterations (newest first) and tried again; 0: forgotten
-    compose: Annotated[int, Range(ge=0, le=2)] = 0  # also compose programs of up to this many tool calls (1-2) over the question's phrases; 0: off
+    compose: Annotated[int, Range(ge=0, le=3)] = 0  # also compose programs of up to this many tool calls (1-3; 3 needs attributes) over the question's phrases; 0: off
     attributes: bool = False  # compose also compares two phrases' found patches by the attributes the API documents (spatial relations)
     probe: Annotated[int, Range(ge=8)] = 16  # training questions of its template a composed form must get right (9 in 10; 8 at least)
     teach_probe: NonNegative[int] = 0  # also teach a proven composed form on up to this many of the probe questions it got right; 0: off

@@ -139,6 +139,9 @@ def _check_objective(cfg: Config) -> None:
     if cfg.objective.demo_baseline and cfg.objective.name == "eq8":
         raise ConfigError("objective.demo_baseline moves a group's baseline, and eq8 has none: set "
                           "objective.name=rloo or grpo, or demo_baseline=false")
+    if cfg.search.compose == 3 and not cfg.search.attributes:
+        raise ConfigError("search.compose=3 selects patches by a documented attribute for its third call, but "
+                          "search.attributes is false; set search.attributes=true, or search.compose=2")
     if cfg.objective.name != "eq8" and cfg.programs_per_question < 2:
         raise ConfigError(f"objective.name={cfg.objective.name} compares programs of one question: set "
                           "programs_per_question >= 2, or use objective.name=eq8")

@@ -118,3 +118,33 @@ def yesno(value: bool) -> str: ...
     assert "yesno(scene.boxes('cat')[0].height > scene.boxes('dog')[0].height)" in found
     assert not any("names('cat')[0]" in e for e in found)  # a list of strings has no documented attributes
     assert documented_attributes("class (:") == {}
+
+
+def test_a_third_call_asks_about_the_first_patch_a_relation_to_another_phrase_selects():
+    """"What color is the A to the left of the B?" needs the A that stands left of B's patch,
+    then a question asked of it: three calls. With `attributes` and `calls=3`, one phrase's
+    list is filtered by each documented attribute and sign against another phrase's first
+    patch, and each `(str) -> str` method asks the question or a phrase of the first patch
+    left. Without either, nothing is selected; and another API's names are used."""
+    question = "What color is the small object to the left of the red circle?"
+    found = expressions(FAMILY.api, "image_patch", question, quote=repr, calls=3, attributes=True)
+    want = ("[p for p in image_patch.find('small object') if p.horizontal_center < "
+            "image_patch.find('red circle')[0].horizontal_center][0].simple_query('{}')")
+    assert want.format(question) in found and want.format("color") in found
+    assert set(expressions(FAMILY.api, "image_patch", question, quote=repr, calls=2, attributes=True)) < set(found)
+    for off in (dict(calls=2, attributes=True), dict(calls=3, attributes=False)):
+        assert not any(" for p in " in e for e in expressions(FAMILY.api, "image_patch", question, quote=repr, **off))
+    # Both orders of the two phrases, both signs, every documented attribute; the list of the
+    # question itself is never filtered (it is no phrase).
+    selecting = [e for e in found if " for p in " in e]
+    assert len({e.split("][0].")[0] for e in selecting}) == 6 * 7 * 2  # ordered pairs of 3 phrases
+    assert not any(f"find('{question}')" in e for e in selecting)
+    for program in composed(PREFIX, FAMILY.body_start, FAMILY.api, question, calls=3, attributes=True):
+        ast.parse(program)
+    api = '''class Box:
+    # width
+    def label(self, what: str) -> str: ...
+    def boxes(self, name: str) -> list[Box]: ...
+'''
+    found = expressions(api, "p", "What label has the cat above the dog?", quote=repr, calls=3, attributes=True)
+    assert "[q for q in p.boxes('cat') if q.width > p.boxes('dog')[0].width][0].label('label')" in found

@@ -189,3 +189,14 @@ def test_validate_refuses_template_tests_too_few_to_test_a_template():
         validate(load_config(None, ["objective.template_tests=4"]))
     assert "\n" not in str(info.value)
     validate(load_config(None, ["objective.template_tests=16"]))
+
+
+def test_validate_refuses_a_third_composed_call_without_documented_attributes():
+    """The third call selects patches by a documented attribute; without `attributes` it would
+    compose nothing more than two calls do, silently."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="search.compose=3 .* set search.attributes=true") as info:
+        validate(load_config(None, ["search.enabled=true", "search.compose=3"]))
+    assert "\n" not in str(info.value)
+    validate(load_config(None, ["search.enabled=true", "search.compose=3", "search.attributes=true"]))

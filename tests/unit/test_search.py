@@ -349,3 +349,43 @@ def test_composed_search_proves_a_spatial_relation_from_the_patches_documented_a
         library_size=4)
     (reverse,) = [f for f in other["viper_compact"] if f.startswith(WHEN)]
     assert "[0]." in reverse and " > " in reverse and reverse == form.replace(" < ", " > ")
+
+
+def selection_rows(n: int, seed: int = 0) -> list[dict]:
+    """`n` scenes asking "What color is the square to the right of the B?": two squares of
+    different colours on either side of B, labelled with the right one's colour (`find`
+    lists patches left to right, so its first is the wrong one)."""
+    import random
+
+    rng = random.Random(seed)
+    colors = ("red", "blue", "green", "yellow")
+    out = []
+    for i in range(n):
+        left, right, cb = rng.sample(colors, 3)
+        ys = rng.sample((60, 128, 196), 3)
+        image = render(Scene([Obj("square", left, "small", 50, ys[0]), Obj("circle", cb, "small", 128, ys[1]),
+                              Obj("square", right, "small", 206, ys[2])][:: rng.choice((1, -1))]))
+        out.append({"id": f"sel{i}", "image": image, "answer": right,
+                    "question": f"What color is the square to the right of the {cb} circle?"})
+    return out
+
+
+def test_a_third_composed_call_proves_the_question_asked_of_the_patch_a_relation_selects(executor):
+    """"What color is the square to the right of the B?" with a square on each side of B: the
+    whole image's `simple_query` and the first square found pick the left one, so no one- or
+    two-call program is right on 9 in 10. `search.compose=3` filters the squares by a documented attribute
+    against B's patch and asks the first one kept; the probe proves that form and the batch
+    is taught it."""
+    rows, probe = selection_rows(4, seed=1), selection_rows(3 * PROBE_MIN, seed=2)
+    sampled = [rollout(i, PREFIX + '\n    return image_patch.simple_query("What color is the square?")\n', 0.0)
+               for i in range(len(rows))]
+    assert run(rows, sampled, executor, compose=2, attributes=True, probe_rows=probe)[1]["search/proven"] == 0
+    library = {}
+    found, stats = run(rows, sampled, executor, library=library, library_size=4, compose=3, attributes=True,
+                       probe_rows=probe)
+    assert stats["search/proven"] == 1
+    (form,) = [f for f in library["viper_compact"] if f.startswith(WHEN)]
+    assert " for p in image_patch.find(" in form and "][0].simple_query(" in form
+    assert {ro.row for ro in found} == set(range(len(rows))) and all(ro.reward == 1.0 for ro in found)
+    for ro in found:
+        assert ro.program == instance(form, rows[ro.row]["question"])
