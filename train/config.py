@@ -117,6 +117,7 @@ class SearchConfig:
     attributes: bool = False  # compose also compares two phrases' found patches by the attributes the API documents (spatial relations)
     probe: Annotated[int, Range(ge=8)] = 16  # training questions of its template a composed form must get right (9 in 10; 8 at least)
     teach_probe: NonNegative[int] = 0  # also teach a proven composed form on up to this many of the probe questions it got right; 0: off
+    rehearse: NonNegative[int] = 0  # every iteration, teach each template's remembered proven form on this many fresh training questions of it where right (needs library, compose); 0: off
 
 
 # The one sampler config lives with the sampler (`policies` may not import `train`); its

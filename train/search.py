@@ -35,6 +35,12 @@ the one-line program the policy prefers is right by chance on half of them: taug
 questions an iteration, the composed forms did not move the greedy policy in 6 iterations
 (bench/README, section "Composed programs").
 
+With `search.rehearse`, each iteration also teaches the newest proven phrase form the library
+remembers for each template on that many training questions of its template, drawn afresh
+(not the iteration's own), where it is right. Taught only in the iteration that proved it, a
+composed form was written by the greedy policy after 4 updates and dropped by the 7th, as
+other templates' lessons displaced it (bench/README, section "A third composed call").
+
 No label enters the search itself: forms are chosen by the run's own reward, so a
 label-free reward stays label-free. The draw depends on the questions, not on the rank
 holding them.
@@ -186,7 +192,7 @@ def _proven(candidates: Counter, probe_rows, size: int, below: float, executor, 
         return {}
     questions = column(probe_rows, "question")
     by_template = questions_by_template(questions)
-    head = {form: form.split("\n", 1)[0][len(WHEN):] for form in forms}
+    head = {form: _head(form) for form in forms}
     matching = {form: by_template.get(head[form], ())[:size] for form in forms}
     alive = {form: 0 for form in forms if len(matching[form]) >= PROBE_MIN}
     answers: dict = defaultdict(set)
@@ -236,6 +242,39 @@ def _solved(ranked, rows, groups, name, todo, executor, reward_set, metric) -> d
     return taught
 
 
+def _head(form: str) -> str:
+    """A phrase form's template, as its `WHEN` line holds it."""
+    return form.split("\n", 1)[0][len(WHEN):]
+
+
+def _rehearsed(limit: int, remembered: list[str], skip: set, probe_rows, seen: set, seed: int, name: str,
+               shard: tuple[int, int], executor, reward_set, metric, below: float) -> list[tuple]:
+    """This rank's share of the rehearsal: the newest remembered phrase form of each template
+    (not in `skip`) run on `limit` training questions of its template, drawn afresh each
+    iteration (`seed`) and not this iteration's (`seen`), as (probe index, program, scored)
+    where it is right (reward >= `below`). The ranks split one list, so the world size
+    changes no example."""
+    questions = column(probe_rows, "question")
+    ids = column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
+    by_template = questions_by_template(questions)
+    newest: dict = {}
+    for form in remembered:  # newest first
+        if form.startswith(WHEN):
+            newest.setdefault(_head(form), form)
+    pairs = []
+    for head, form in sorted(newest.items()):
+        if head in skip:
+            continue
+        pool = [i for i in by_template.get(head, ()) if (questions[i], ids[i]) not in seen]
+        random.Random(f"{seed}:{name}:{head}:rehearse").shuffle(pool)
+        pairs += [(form, i) for i in pool[:limit]]
+    mine = pairs[shard[0]::shard[1]]
+    programs = [instance(form, questions[i]) for form, i in mine]
+    scored = score_programs([probe_rows[i] for _, i in mine], programs, executor, reward_set, metric)
+    return [(i, program, sc) for (_, i), program, sc in zip(mine, programs, scored)
+            if sc.reward is not None and sc.reward >= below]
+
+
 def _probe_taught(limit: int, proven: dict, probe_rows, seen: set, shard: tuple[int, int]) -> list[tuple]:
     """This rank's share of the probe questions each proven form is taught on: the first
     `limit` it got right that are not questions of this iteration (`seen`: every rank's,
@@ -271,7 +310,7 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             groups[(ro.prompt_family, ro.row)].append(ro)
     kept, stats = [], Counter()
     seen = {key for part in gather([[(r["question"], r.get("id")) for r in rows]]) for key in part} \
-        if cfg.teach_probe else set()  # the iteration's questions, every rank's: not taught twice
+        if cfg.teach_probe or cfg.rehearse else set()  # the iteration's questions, every rank's: not taught twice
     for name in sorted(n for n, f in families.items() if f.stop is None):  # alike on every rank
         family = families[name]
         methods = api_methods(family.api)  # the function set of point mutation, once per family
@@ -329,14 +368,20 @@ def search(cfg, rows: list[dict], rollouts: list[Rollout], families: dict, execu
             ro = rescored(groups[(name, row)][0], program, sc, rows[row], metric)
             kept.append(replace(ro, refined=False, searched=True, completion=program[len(family.program_prefix):],
                                 completion_ids=[]))
+        extra = {}  # stat -> this rank's (probe index, program, scored) to teach as new rows of the batch
         if cfg.teach_probe and proven and render is not None:
-            probed = _probe_taught(cfg.teach_probe, proven, probe_rows, seen, shard)
+            extra["search/taught_probe"] = _probe_taught(cfg.teach_probe, proven, probe_rows, seen, shard)
+        if cfg.rehearse and render is not None:  # a form just taught on its probe is not rehearsed too
+            skip = {_head(form) for form in proven} if cfg.teach_probe else set()
+            extra["search/rehearsed"] = _rehearsed(cfg.rehearse, library.get(name, []), skip, probe_rows, seen,
+                                                   seed, name, shard, executor, reward_set, metric, cfg.below)
+        for key, probed in extra.items():
             prompts = render(name, [probe_rows[i] for i, _, _ in probed])
             for (i, program, sc), (prompt, ids) in zip(probed, prompts):
                 rows.append(probe_rows[i])
                 kept.append(written(len(rows) - 1, prompt, ids, program, family.program_prefix, sc, rows[-1],
                                     metric, name))
-            stats["search/taught_probe"] += sum(gather([len(probed)]))
+            stats[key] += sum(gather([len(probed)]))
         if cfg.library:  # this iteration's proven, then general forms first; the oldest remembered fall off
             library[name] = list(dict.fromkeys(list(proven) + general + library.get(name, [])))[: cfg.library]
             stats["search/library"] = len(library[name])

@@ -142,6 +142,10 @@ def _check_objective(cfg: Config) -> None:
     if cfg.search.compose == 3 and not cfg.search.attributes:
         raise ConfigError("search.compose=3 selects patches by a documented attribute for its third call, but "
                           "search.attributes is false; set search.attributes=true, or search.compose=2")
+    if cfg.search.rehearse and not (cfg.search.library and cfg.search.compose):
+        raise ConfigError("search.rehearse teaches the proven composed forms the library remembers, but "
+                          f"search.library={cfg.search.library} and search.compose={cfg.search.compose}; set both "
+                          "(e.g. search.library=32 search.compose=2), or search.rehearse=0")
     if cfg.objective.name != "eq8" and cfg.programs_per_question < 2:
         raise ConfigError(f"objective.name={cfg.objective.name} compares programs of one question: set "
                           "programs_per_question >= 2, or use objective.name=eq8")

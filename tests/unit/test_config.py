@@ -200,3 +200,15 @@ def test_validate_refuses_a_third_composed_call_without_documented_attributes():
         validate(load_config(None, ["search.enabled=true", "search.compose=3"]))
     assert "\n" not in str(info.value)
     validate(load_config(None, ["search.enabled=true", "search.compose=3", "search.attributes=true"]))
+
+
+@pytest.mark.parametrize("missing", [["search.compose=2"], ["search.library=32"]])
+def test_validate_refuses_rehearsal_without_a_library_of_composed_forms(missing):
+    """Rehearsal teaches the proven composed forms the library remembers; without either there
+    is nothing to rehearse, and the run would silently train as without it."""
+    from train.setup import validate
+
+    with pytest.raises(ConfigError, match="search.rehearse .* set both") as info:
+        validate(load_config(None, ["search.enabled=true", "search.rehearse=4", *missing]))
+    assert "\n" not in str(info.value)
+    validate(load_config(None, ["search.enabled=true", "search.rehearse=4", "search.compose=2", "search.library=32"]))

@@ -309,6 +309,54 @@ def test_teach_probe_teaches_a_proven_form_on_probe_questions_it_got_right_split
     assert batch == rows and not taught and "search/taught_probe" not in stats
 
 
+def test_rehearse_teaches_each_remembered_proven_form_on_fresh_questions_of_its_template_every_iteration(executor):
+    """`search.rehearse`: in a later iteration where nothing is searched, the remembered proven
+    form is taught on that many training questions of its template where it is right (not the
+    iteration's own; others on another iteration's seed); two ranks split that list; a form
+    proven again and taught on its probe is not rehearsed too; off, nothing is added."""
+    reward_set, families = RewardSet([RewardSpec("correctness")]), {"viper_compact": FAMILY}
+    first = comparison_rows(4, seed=1)
+    library = {}
+    wrong = [rollout(i, PREFIX + '\n    return "maybe"\n', 0.0) for i in range(len(first))]
+    search(SearchConfig(enabled=True, compose=2, library=4), first, wrong, families, executor, reward_set,
+           "gqa_accuracy", seed=0, library=library, probe_rows=comparison_rows(3 * PROBE_MIN, seed=2))
+    (form,) = [f for f in library["viper_compact"] if f.startswith(WHEN)]
+    later = comparison_rows(4, seed=5)
+    probe = [later[0]] + comparison_rows(3 * PROBE_MIN, seed=2)  # a batch question among them: not taught
+
+    def render(name, some):
+        return [(f"{name}: {r['question']}", [len(r["question"])]) for r in some]
+
+    def rehearse(sampled, n=5, seed=1, shard=(0, 1), rows=probe, **cfg):
+        batch = list(later)
+        found, stats = search(SearchConfig(enabled=True, compose=2, library=4, rehearse=n, **cfg), batch, sampled,
+                              families, executor, reward_set, "gqa_accuracy", seed=seed,
+                              library={k: list(v) for k, v in library.items()}, probe_rows=rows, render=render,
+                              shard=shard)
+        return batch, [ro for ro in found if ro.row >= len(later)], stats
+
+    solved = [rollout(i, PREFIX + f'\n    return "{r["answer"]}"\n', 1.0) for i, r in enumerate(later)]
+    batch, taught, stats = rehearse(solved)
+    assert stats["search/questions"] == 0 and stats["search/rehearsed"] == len(taught) == 5
+    assert later[0] not in batch[len(later):]
+    for ro in taught:
+        question = batch[ro.row]["question"]
+        assert ro.searched and ro.reward == 1.0 and ro.program == instance(form, question)
+        assert (ro.prompt, ro.prompt_ids) == (f"viper_compact: {question}", [len(question)])
+    again = {batch[ro.row]["id"] for ro in taught}
+    assert {b["id"] for b in rehearse(solved, seed=2)[0][len(later):]} != again  # drawn afresh
+    halves = [rehearse(solved, shard=(r, 2)) for r in (0, 1)]
+    assert sorted(ro.program for _, t, _ in halves for ro in t) == sorted(ro.program for ro in taught)
+    # Labels the form gets wrong everywhere: it is run, and taught nowhere.
+    flipped = [{**r, "answer": {"yes": "no", "no": "yes"}[r["answer"]]} for r in probe]
+    assert rehearse(solved, rows=flipped)[2]["search/rehearsed"] == 0
+    # Proven again this iteration and taught on its probe: rehearsed no more.
+    wrong = [rollout(i, PREFIX + '\n    return "maybe"\n', 0.0) for i in range(len(later))]
+    stats = rehearse(wrong, teach_probe=3)[2]
+    assert stats["search/proven"] == 1 and stats["search/taught_probe"] == 3 and stats["search/rehearsed"] == 0
+    assert rehearse(solved, n=0)[1] == []
+
+
 def left_rows(n: int, seed: int = 0) -> list[dict]:
     """`n` two-object scenes asking "Is the A to the left of the B?", labelled from the layout."""
     import random
