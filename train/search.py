@@ -247,6 +247,13 @@ def _head(form: str) -> str:
     return form.split("\n", 1)[0][len(WHEN):]
 
 
+def _keys(probe_rows) -> list[tuple]:
+    """(question, id) of each training question: how `seen` names the iteration's own."""
+    questions = column(probe_rows, "question")
+    ids = column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
+    return list(zip(questions, ids))
+
+
 def _rehearsed(limit: int, remembered: list[str], skip: set, probe_rows, seen: set, seed: int, name: str,
                shard: tuple[int, int], executor, reward_set, metric, below: float) -> list[tuple]:
     """This rank's share of the rehearsal: the newest remembered phrase form of each template
@@ -254,18 +261,18 @@ def _rehearsed(limit: int, remembered: list[str], skip: set, probe_rows, seen: s
     iteration (`seed`) and not this iteration's (`seen`), as (probe index, program, scored)
     where it is right (reward >= `below`). The ranks split one list, so the world size
     changes no example."""
-    questions = column(probe_rows, "question")
-    ids = column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
-    by_template = questions_by_template(questions)
     newest: dict = {}
     for form in remembered:  # newest first
-        if form.startswith(WHEN):
+        if form.startswith(WHEN) and _head(form) not in skip:
             newest.setdefault(_head(form), form)
+    if not newest:  # nothing proven yet: the training questions are not read
+        return []
+    keys = _keys(probe_rows)
+    questions = [question for question, _ in keys]
+    by_template = questions_by_template(questions)
     pairs = []
     for head, form in sorted(newest.items()):
-        if head in skip:
-            continue
-        pool = [i for i in by_template.get(head, ()) if (questions[i], ids[i]) not in seen]
+        pool = [i for i in by_template.get(head, ()) if keys[i] not in seen]
         random.Random(f"{seed}:{name}:{head}:rehearse").shuffle(pool)
         pairs += [(form, i) for i in pool[:limit]]
     mine = pairs[shard[0]::shard[1]]
@@ -279,10 +286,9 @@ def _probe_taught(limit: int, proven: dict, probe_rows, seen: set, shard: tuple[
     """This rank's share of the probe questions each proven form is taught on: the first
     `limit` it got right that are not questions of this iteration (`seen`: every rank's,
     by question and id). The ranks split one list, so the world size changes no example."""
-    questions = column(probe_rows, "question")
-    ids = column(probe_rows, "id") if "id" in probe_rows[0] else [None] * len(questions)
+    keys = _keys(probe_rows)
     taught = [(i, program, sc) for _, right in proven.values()
-              for i, program, sc in [r for r in right if (questions[r[0]], ids[r[0]]) not in seen][:limit]]
+              for i, program, sc in [r for r in right if keys[r[0]] not in seen][:limit]]
     return taught[shard[0]::shard[1]]
 
 
