@@ -1,5 +1,5 @@
 """policies/compose.py: the question's phrases and template, the API's typed tools, and the
-programs composed from them (pure text; their rewards are tested in test_search.py)."""
+programs composed from them (pure text; their rewards are tested in test_search_compose.py)."""
 
 import ast
 
