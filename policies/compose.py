@@ -9,7 +9,8 @@ calls whose string arguments are phrases of the question:
 
 - the *tools* and their types come from the API listing the prompt documents
   (`def exists(self, object_name: str) -> bool`), so another API gets its own programs;
-- builtins join them without a call: `len` of a list, `>`/`<`/`==` of two counts,
+- builtins join them without a call: `len` of a list, `>`/`<`/`==` of two counts or of a
+  count and a number the question names ("There is exactly one X." needs `len(find(x)) == 1`),
   `and`/`or` of two truths, and a documented `(bool) -> str` function or `str()` turns the
   value into the answer;
 - with `attributes`, a list of patches (`find(..) -> list["ImagePatch"]`) gives its first
@@ -22,7 +23,7 @@ calls whose string arguments are phrases of the question:
   method asks about: "What color is the small object to the left of the red circle?" needs
   `[p for p in find(a) if p.horizontal_center < find(b)[0].horizontal_center][0].simple_query(q)`;
 - the *phrases* are the question's runs of content words (`phrases`): the words between
-  English function words, which in a visual question are the object descriptions.
+  English function words and numbers, which in a visual question are the object descriptions.
 
 Nothing here reads an answer: a composed program earns its place by the run's reward
 (train/search.py). Leaf module: it imports nothing from the project.
@@ -52,6 +53,27 @@ image picture photo photograph scene
 """.split())
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+# Cardinal numbers are closed-class as well: "There is exactly one red circle." has the phrase
+# "red circle", and the number stays in the template, so a form comparing a count with it
+# applies to the questions that name the same number.
+COUNT_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def number(word: str) -> int | None:
+    """The count a word names ("two", "12"), or None."""
+    if word.isascii() and word.isdigit() and len(word) <= 3:
+        return int(word)
+    return COUNT_WORDS.get(word.lower())
+
+
+def numbers(question: str) -> list[int]:
+    """The counts the question names, in order, without repeats."""
+    return list(dict.fromkeys(n for m in _WORD.finditer(question) if (n := number(m.group())) is not None))
+
+
+def _closed(word: str) -> bool:
+    return word.lower() in FUNCTION_WORDS or number(word) is not None
 
 
 def phrases(question: str, limit: int = 4) -> list[str]:
@@ -69,10 +91,10 @@ def template(question: str) -> tuple[str, list[str]]:
     start = end = None
     for m in _WORD.finditer(question):
         # A function word, or anything but spaces between two words (a comma, a quote), ends a run.
-        if start is not None and (m.group().lower() in FUNCTION_WORDS or question[end:m.start()].strip(" ")):
+        if start is not None and (_closed(m.group()) or question[end:m.start()].strip(" ")):
             spans.append((start, end))
             start = None
-        if m.group().lower() not in FUNCTION_WORDS:
+        if not _closed(m.group()):
             start = m.start() if start is None else start
             end = m.end()
     if start is not None:
@@ -227,6 +249,8 @@ def expressions(api: str, patch: str, question: str, quote, calls: int = 2, attr
                     lists.setdefault(field, []).append(one[ret][-1])
     counts = one["int"] + [f"len({x})" for x in one["list"]]
     truths = list(one["bool"])
+    # A count against a number the question names ("exactly one", "more than 2"): one call.
+    truths += [f"{c} {op} {n}" for c in counts for n in numbers(question) for op in ("==", ">", "<")]
     if calls >= 2:
         truths += [f"{a} {op} {b}" for a, b in itertools.permutations(counts, 2) for op in (">", "<")]
         truths += [f"{a} == {b}" for a, b in itertools.combinations(counts, 2)]

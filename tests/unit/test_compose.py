@@ -2,9 +2,10 @@
 programs composed from them (pure text; their rewards are tested in test_search_compose.py)."""
 
 import ast
+import json
 
 from envs.prompts import get_family
-from policies.compose import composed, expressions, marker, patch_name, phrases, template, tools
+from policies.compose import composed, expressions, marker, numbers, patch_name, phrases, template, tools
 
 FAMILY = get_family("viper_compact")
 PREFIX = FAMILY.program_prefix
@@ -29,6 +30,24 @@ def test_questions_asking_the_same_of_other_objects_share_a_template():
     assert template("Is the circle left of the circle?") == (f"Is the {marker(0)} left of the {marker(0)}?", ["circle"])
     quoted, words = template('Verify image matches text="There is a gray triangle."')
     assert words[-1] == "gray triangle" and quoted.endswith(f'"There is a {marker(2)}."')
+
+
+def test_a_number_the_question_names_ends_a_phrase_and_compares_with_a_count():
+    """Cardinals are closed-class words: "exactly one small circle" holds the phrase "small
+    circle", the number stays in the template (questions naming another number have
+    another), and a count compares with it in one call."""
+    question = 'Verify image matches text="There is exactly one small circle."'
+    one, words = template(question)
+    assert words[-2:] == ["exactly", "small circle"] and f"{marker(len(words) - 2)} one {marker(len(words) - 1)}" in one
+    assert template(question.replace("one small circle", "one red square"))[0] == one
+    assert template(question.replace("one", "two"))[0] != one
+    assert numbers("Are there 3 or twelve cubes, or 3?") == [3, 12] and numbers("Is it done?") == []
+    assert phrases("Are there 2 red cubes?") == ["red cubes"]
+    found = expressions(FAMILY.api, "image_patch", question, quote=json.dumps, calls=1)
+    for op in ("==", ">", "<"):
+        assert f'bool_to_yesno(len(image_patch.find("small circle")) {op} 1)' in found
+    assert not any(" == 1" in e for e in expressions(FAMILY.api, "image_patch", "Is there a small circle?",
+                                                     quote=json.dumps))
 
 
 def test_the_tools_and_their_types_come_from_the_api_listing():

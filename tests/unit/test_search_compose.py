@@ -253,3 +253,38 @@ def test_a_third_composed_call_proves_the_question_asked_of_the_patch_a_relation
     assert {ro.row for ro in found} == set(range(len(rows))) and all(ro.reward == 1.0 for ro in found)
     for ro in found:
         assert ro.program == instance(form, rows[ro.row]["question"])
+
+
+def exactly_one_rows(n: int, seed: int = 0) -> list[dict]:
+    """`n` image-text questions "There is exactly one A." over scenes holding 0 to 2 of A
+    and one other object, labelled from the count."""
+    import random
+
+    rng = random.Random(seed)
+    cells = [(x, y) for x in (40, 128, 216) for y in (50, 128, 206)]
+    out = []
+    for i in range(n):
+        (ca, sa), (cb, sb) = rng.sample([(c, s) for c in ("red", "blue", "green") for s in ("circle", "square")], 2)
+        k = rng.choice((0, 1, 1, 2))
+        places = rng.sample(cells, k + 1)
+        image = render(Scene([Obj(sa, ca, "small", *places[j]) for j in range(k)] + [Obj(sb, cb, "small", *places[k])]))
+        out.append({"id": f"one{i}", "image": image, "answer": "yes" if k == 1 else "no",
+                    "question": f'Verify image matches text="There is exactly one {ca} {sa}."'})
+    return out
+
+
+def test_composed_search_proves_a_count_against_the_number_the_question_names(executor):
+    """"There is exactly one A." is true of one A, not of two: `exists(A)` is wrong on the
+    scenes with two, and only the count compared with the question's number is right on 9 in
+    10 of the probe; it is proven and taught on the batch."""
+    rows, probe = exactly_one_rows(4, seed=1), exactly_one_rows(3 * PROBE_MIN, seed=2)
+    assert {r["answer"] for r in probe} == {"yes", "no"}
+    sampled = [rollout(i, PREFIX + '\n    return "maybe"\n', 0.0) for i in range(len(rows))]
+    library = {}
+    found, stats = run(rows, sampled, executor, library=library, library_size=4, compose=2, probe_rows=probe)
+    assert stats["search/proven"] == 1
+    (form,) = [f for f in library["viper_compact"] if f.startswith(WHEN)]
+    assert " one " in form.split("\n", 1)[0] and ") == 1)" in form
+    assert {ro.row for ro in found} == set(range(len(rows))) and all(ro.reward == 1.0 for ro in found)
+    two = [{**r, "question": r["question"].replace("exactly one", "exactly two")} for r in rows]
+    assert all(instance(form, r["question"]) is None for r in two)  # another number: another template
