@@ -9,7 +9,6 @@ import pytest
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-from tests.helpers.comparisons import shapes_executor
 from tests.helpers.search_runs import PREFIX, rollout, run, two_ranks
 from train.config import Config
 from train.sampling import training_examples
@@ -18,12 +17,6 @@ from train.search import instance, lift
 COUNTING = PREFIX + '\n    return str(len(image_patch.find("circle")))\n'
 RIGHT = PREFIX + '\n    return image_patch.simple_query("What color is the circle?")\n'
 WRONG_YES = PREFIX + '\n    return "yes"\n'
-
-
-@pytest.fixture(scope="module")
-def executor():
-    with shapes_executor() as ex:
-        yield ex
 
 
 @pytest.fixture

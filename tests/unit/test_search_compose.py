@@ -4,22 +4,14 @@ on the probe (`teach_probe`) and rehearsed in later iterations (`rehearse`); spa
 relations from the patches' documented attributes, and a third call on the patch a relation
 selects."""
 
-import pytest
-
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
 from policies.compose import marker
 from rewards.combine import RewardSet
-from tests.helpers.comparisons import comparison_rows, shapes_executor
+from tests.helpers.comparisons import comparison_rows
 from tests.helpers.search_runs import FAMILY, PREFIX, named_prompts, rollout, run, two_ranks
 from train.config import RewardSpec, SearchConfig
 from train.search import PROBE_MIN, WHEN, instance, lift, lift_phrases, search
-
-
-@pytest.fixture(scope="module")
-def executor():
-    with shapes_executor() as ex:
-        yield ex
 
 
 COMPARE = ('\n    return bool_to_yesno(len(image_patch.find("{a}")) > len(image_patch.find("{b}")))\n')
