@@ -1,25 +1,8 @@
 """Labelled count-comparison scenes ("Are there more A than B?"): one template, many
-questions, and the sandbox to run programs on them, for the code that proves or tests a
-program on the questions of its template."""
-
-from contextlib import contextmanager
+questions, for the code that proves or tests a program on the questions of its template."""
 
 from envs.data.render import render
 from envs.data.scene import Obj, Scene
-
-
-@contextmanager
-def shapes_executor():
-    """The real sandbox with the shapes tools, one worker."""
-    from envs.execution import Executor
-    from envs.tools import open_backend
-
-    tools = open_backend("shapes-cv", {})
-    try:
-        with Executor(workers=1, backend=tools.spec) as ex:
-            yield ex
-    finally:
-        tools.close()
 
 
 def comparison_rows(n: int, seed: int = 0) -> list[dict]:

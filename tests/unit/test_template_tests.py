@@ -8,7 +8,7 @@ import pytest
 
 from envs.prompts import get_family
 from rewards.combine import RewardSet
-from tests.helpers.comparisons import comparison_rows, shapes_executor
+from tests.helpers.comparisons import comparison_rows
 from train.config import RewardSpec
 from train.objectives import group_advantages
 from train.rollout import Rollout
@@ -21,12 +21,6 @@ FAMILIES = {"viper_compact": FAMILY, "visprog": get_family("visprog")}
 COMPARE = '\n    return bool_to_yesno(len(image_patch.find("{a}")) > len(image_patch.find("{b}")))\n'
 GUESS = '\n    return bool_to_yesno(image_patch.exists("{a}"))\n'
 YES = '\n    return "yes"\n'
-
-
-@pytest.fixture(scope="module")
-def executor():
-    with shapes_executor() as ex:
-        yield ex
 
 
 def phrases(question: str) -> tuple[str, str]:
