@@ -245,7 +245,7 @@ def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, 
     if accelerator.is_main_process:
         rebuild_metrics(run_dir, done)
     accelerator.wait_for_everyone()
-    accelerator.print(f"resuming {run_dir} after iteration {done[-1]}")
+    accelerator.print(f"resuming {run_dir} after iteration {done[-1] + 1} (iter_{done[-1]:03d})")
     stopped = bool(last["state"].get("stopped"))
     return Resumed(cfg.iterations if stopped else done[-1] + 1, last["state"].get("wandb_id"), stopped,
                    last["state"].get("skipped_steps", 0), last["state"].get("replay", []),

@@ -181,7 +181,7 @@ def test_the_adapter_kept_from_an_unevaluated_iteration_is_measured_before_it_is
     assert sorted(p.name for p in (run_dir / "eval").glob("*.jsonl")) == ["base.jsonl", "iter_000.jsonl", "iter_002.jsonl"]
     pools = [len(json.loads((run_dir / "iterations" / f"iter_{i:03d}" / "pool.json").read_text())) for i in (0, 2)]
     assert 0 < pools[0] < pools[1]
-    assert f"adapter to publish (iteration 0, its pool of {pools[0]} programs): eval acc" in proc.stdout
+    assert f"adapter to publish (iter_000, its pool of {pools[0]} programs): eval acc" in proc.stdout
     assert "eval/accuracy" not in _metrics(run_dir)[0]  # iteration 0 itself was not evaluated
     assert read_run(run_dir)["final"] == "iter_000"
     records = [json.loads(line) for line in (run_dir / "eval" / "iter_000.jsonl").read_text().splitlines()]
