@@ -209,7 +209,7 @@ def _trained(run_dir: Path, iterations: int) -> None:
 def _two_iterations_with_resume(tmp: Path, accel: str, *overrides):
     _iterate(accel, tmp, "iterations=1", *overrides)
     again = _iterate(accel, tmp, "iterations=2", "resume=true", *overrides)
-    assert "after iteration 0" in again.stdout + again.stderr
+    assert "after iteration 1 (iter_000)" in again.stdout + again.stderr
     _trained(tmp / "gpu", 2)
 
 
