@@ -82,13 +82,18 @@ def metrics_json(metrics: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
 
 
+def adapter_name(iteration: int) -> str:
+    """An iteration's folder under iterations/, and its adapter's name in logs and best.json;
+    -1 is the adapter before any update."""
+    return "initial" if iteration < 0 else f"iter_{iteration:03d}"
+
+
 def iteration_dir(run_dir: Path, iteration: int) -> Path:
-    return run_dir / ITER_DIR / f"iter_{iteration:03d}"
+    return run_dir / ITER_DIR / adapter_name(iteration)
 
 
 def adapter_dir(run_dir: Path, iteration: int) -> Path:
-    """Iteration -1 is the adapter before any update."""
-    return (run_dir / ITER_DIR / "initial" if iteration < 0 else iteration_dir(run_dir, iteration)) / "adapter"
+    return iteration_dir(run_dir, iteration) / "adapter"
 
 
 def completed_iterations(run_dir: Path) -> list[int]:
@@ -245,7 +250,7 @@ def start_or_resume(run_dir: Path, cfg, accelerator, policy, stopper, selfplay, 
     if accelerator.is_main_process:
         rebuild_metrics(run_dir, done)
     accelerator.wait_for_everyone()
-    accelerator.print(f"resuming {run_dir} after iteration {done[-1] + 1} (iter_{done[-1]:03d})")
+    accelerator.print(f"resuming {run_dir} after iteration {done[-1] + 1} ({adapter_name(done[-1])})")
     stopped = bool(last["state"].get("stopped"))
     return Resumed(cfg.iterations if stopped else done[-1] + 1, last["state"].get("wandb_id"), stopped,
                    last["state"].get("skipped_steps", 0), last["state"].get("replay", []),

@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             stopper.update(value, last)
             # Its rewards may build suites too (viunit, proptest): their counters go with its score.
             final_pass = {"questions_of_iteration": last + 1, "reward/mean": value, **reward_counters(reward_set)}
-            say(f"final adapter ({point_name(last)}): reward {value:.3f}")
+            say(f"final adapter ({ckpt.adapter_name(last)}): reward {value:.3f}")
 
         # ---------------------------------------------------- measure the adapter to publish
         # With eval_every > 1 the iteration early stopping keeps may have no held-out point;
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         best = stopper.best_policy
         if eval_all and best >= 0 and not evaluated(cfg, best):
             if accelerator.state.deepspeed_plugin is not None:  # its adapter is sharded: not reloaded here
-                say(f"note: the adapter to publish ({point_name(best)}) has no held-out point (eval_every="
+                say(f"note: the adapter to publish ({ckpt.adapter_name(best)}) has no held-out point (eval_every="
                     f"{cfg.eval_every}); measure it with `vprl eval --adapter {run_dir}/best/adapter --temperature 0`")
             else:
                 load_lora_weights(policy, ckpt.adapter_dir(run_dir, best))
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 stats = held_out.evaluate(generator, best, point_name(best), loop.seed("eval", best),
                                           starting_weights=not selfplay.updates)
                 pool = f", its pool of {len(saved_pool)} programs" if saved_pool is not None else ""
-                say(f"adapter to publish ({point_name(best)}{pool}): eval acc {stats['eval/accuracy']:.3f}  logical "
+                say(f"adapter to publish ({ckpt.adapter_name(best)}{pool}): eval acc {stats['eval/accuracy']:.3f}  logical "
                     f"{stats.get('eval/logical_accuracy', float('nan')):.3f}")
     except (ckpt.CheckpointError, ckpt.Preempted, NonFiniteLoss) as e:
         return ending.stop(e, iteration)
@@ -323,15 +323,15 @@ def main(argv: list[str] | None = None) -> int:
                   "seed after each update, and before the first)" if monitor_probe
                   else "(evaluated after each update)"))
         ckpt.publish_best(run_dir, ckpt.adapter_dir(run_dir, best), {
-            "iteration": best, "adapter": "initial" if best < 0 else f"iter_{best:03d}",
+            "iteration": best, "adapter": ckpt.adapter_name(best),
             "monitor": cfg.early_stopping.monitor, "value": stopper.best, "why": why,
-            "scores": {("initial" if k < 0 else f"iter_{k:03d}"): v for k, v in sorted(stopper.scores.items())},
+            "scores": {ckpt.adapter_name(k): v for k, v in sorted(stopper.scores.items())},
             "stopped_early": stopped, **({"final_pass": final_pass} if final_pass else {})})
         tracker.summary({"best_iteration": best, "best_score": stopper.best, "stopped_early": stopped,
                          "label_free": label_free, "label_columns": {k: list(v) for k, v in label_use.items()},
                          **{f"base/{k}": v for k, v in base.items()},
                          **{f"final_pass/{k}": v for k, v in (final_pass or {}).items()}})
-        say(f"done: {run_dir} (best adapter: {'initial' if best < 0 else point_name(best)})")
+        say(f"done: {run_dir} (best adapter: {ckpt.adapter_name(best)})")
         if cfg.tracking.report:
             report_at_end(run_dir)  # prints "report: runs/<name>/report.html"
     accelerator.wait_for_everyone()
